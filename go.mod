@@ -1,0 +1,3 @@
+module github.com/agentsessions/sessions
+
+go 1.26
