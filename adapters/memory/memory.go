@@ -1,0 +1,278 @@
+// Package memory is the reference Session adapter: every session lives in a
+// Store in process memory. Callers never share memory with the store: items
+// are copied on the way in and on the way out.
+//
+// A Store is what a database is to the other adapters: several Session
+// handles on one id share its history, and each handle is safe for
+// concurrent use.
+package memory
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/agentsessions/sessions/session"
+)
+
+// Options configures a Store. The zero value is ready to use.
+type Options struct {
+	// TTL, when positive, expires a session's whole history TTL after its
+	// last write (and after its last read with RefreshOnRead).
+	TTL time.Duration
+	// RefreshOnRead restarts the expiry clock on reads too.
+	RefreshOnRead bool
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// OnCorrupt receives reports of corrupt records; nil logs a warning.
+	OnCorrupt session.CorruptHandler
+}
+
+// Store holds sessions in memory.
+type Store struct {
+	opts Options
+	mu   sync.Mutex
+	data map[string]*history
+}
+
+type history struct {
+	records [][]byte
+	expires time.Time // zero: never
+}
+
+// New returns an empty Store.
+func New(opts Options) *Store {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Store{opts: opts, data: make(map[string]*history)}
+}
+
+// Session returns a handle on session id. It fails only for an invalid id.
+func (st *Store) Session(id string) (*Session, error) {
+	if err := session.ValidateID(id); err != nil {
+		return nil, err
+	}
+	return &Session{st: st, id: id}, nil
+}
+
+// NewSession returns a handle on session id in a new private Store.
+func NewSession(id string) (*Session, error) { return New(Options{}).Session(id) }
+
+// Session is a handle on one session of a Store.
+type Session struct {
+	st *Store
+	id string
+}
+
+var (
+	_ session.LatestReader = (*Session)(nil)
+	_ session.Replacer     = (*Session)(nil)
+	_ session.Expirer      = (*Session)(nil)
+)
+
+// SessionID returns the session's id.
+func (s *Session) SessionID() string { return s.id }
+
+// lookup returns the live history of the session, dropping it if expired.
+// The caller holds st.mu.
+func (s *Session) lookup(create bool) *history {
+	h := s.st.data[s.id]
+	if h != nil && !h.expires.IsZero() && !s.st.opts.Now().Before(h.expires) {
+		delete(s.st.data, s.id)
+		h = nil
+	}
+	if h == nil && create {
+		h = &history{}
+		s.st.data[s.id] = h
+	}
+	return h
+}
+
+func (s *Session) touch(h *history) {
+	if s.st.opts.TTL > 0 {
+		h.expires = s.st.opts.Now().Add(s.st.opts.TTL)
+	}
+}
+
+// Items returns the whole history, oldest first.
+func (s *Session) Items(ctx context.Context) ([]session.Item, error) {
+	return s.read(ctx, -1)
+}
+
+// LatestItems returns the newest n items, oldest first.
+func (s *Session) LatestItems(ctx context.Context, n int) ([]session.Item, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("%w: %d", session.ErrInvalidLimit, n)
+	}
+	return s.read(ctx, n)
+}
+
+// read returns the newest n valid items (all when n < 0), skipping and
+// reporting corrupt records.
+func (s *Session) read(ctx context.Context, n int) ([]session.Item, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	type bad struct {
+		pos int
+		raw []byte
+		err error
+	}
+	var corrupt []bad
+	s.st.mu.Lock()
+	h := s.lookup(false)
+	var out []session.Item
+	if h != nil {
+		if s.st.opts.RefreshOnRead {
+			s.touch(h)
+		}
+		// Walk back from the newest so a limit counts valid items only.
+		for i := len(h.records) - 1; i >= 0 && (n < 0 || len(out) < n); i-- {
+			it, err := session.DecodeStored(append([]byte(nil), h.records[i]...))
+			if err != nil {
+				corrupt = append(corrupt, bad{i, append([]byte(nil), h.records[i]...), err})
+				continue
+			}
+			out = append(out, it)
+		}
+	}
+	s.st.mu.Unlock()
+	for _, c := range corrupt {
+		s.st.opts.OnCorrupt.Report(ctx, session.CorruptRecord{
+			SessionID: s.id, Position: "index " + strconv.Itoa(c.pos), Raw: c.raw, Err: c.err})
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	if out == nil {
+		out = []session.Item{}
+	}
+	return out, nil
+}
+
+// AddItems appends items as one atomic batch.
+func (s *Session) AddItems(ctx context.Context, items []session.Item) error {
+	if err := session.ValidateBatch(items); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(items) == 0 {
+		return nil
+	}
+	recs := make([][]byte, len(items))
+	for i, it := range items {
+		recs[i] = append([]byte(nil), it.Bytes()...)
+	}
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	h := s.lookup(true)
+	h.records = append(h.records, recs...)
+	s.touch(h)
+	return nil
+}
+
+// appendRaw stores raw bytes as the next record, unvalidated; for the
+// conformance suite's corrupt-record clause.
+func (s *Session) appendRaw(raw []byte) {
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	h := s.lookup(true)
+	h.records = append(h.records, append([]byte(nil), raw...))
+}
+
+// PopItem removes and returns the newest item. A corrupt newest record is
+// removed, reported, and skipped.
+func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return session.Item{}, false, err
+	}
+	for {
+		s.st.mu.Lock()
+		h := s.lookup(false)
+		if h == nil || len(h.records) == 0 {
+			s.st.mu.Unlock()
+			return session.Item{}, false, nil
+		}
+		pos := len(h.records) - 1
+		raw := h.records[pos]
+		h.records = h.records[:pos:pos]
+		s.touch(h)
+		s.st.mu.Unlock()
+		it, err := session.DecodeStored(raw)
+		if err == nil {
+			return it, true, nil
+		}
+		s.st.opts.OnCorrupt.Report(ctx, session.CorruptRecord{
+			SessionID: s.id, Position: "index " + strconv.Itoa(pos), Raw: raw, Err: err})
+	}
+}
+
+// Clear deletes the session's history.
+func (s *Session) Clear(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	delete(s.st.data, s.id)
+	return nil
+}
+
+// ReplaceItems atomically replaces the history with items.
+func (s *Session) ReplaceItems(ctx context.Context, items []session.Item) error {
+	if err := session.ValidateBatch(items); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	recs := make([][]byte, len(items))
+	for i, it := range items {
+		recs[i] = append([]byte(nil), it.Bytes()...)
+	}
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	if len(recs) == 0 {
+		delete(s.st.data, s.id)
+		return nil
+	}
+	h := s.lookup(true)
+	h.records = recs
+	s.touch(h)
+	return nil
+}
+
+// TTL returns the store's time to live.
+func (s *Session) TTL() time.Duration { return s.st.opts.TTL }
+
+// ExpiresIn returns how long until the session expires.
+func (s *Session) ExpiresIn(ctx context.Context) (time.Duration, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, false, err
+	}
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	h := s.lookup(false)
+	if h == nil || h.expires.IsZero() {
+		return 0, false, nil
+	}
+	return h.expires.Sub(s.st.opts.Now()), true, nil
+}
+
+// Touch restarts the session's expiry clock.
+func (s *Session) Touch(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	if h := s.lookup(false); h != nil {
+		s.touch(h)
+	}
+	return nil
+}

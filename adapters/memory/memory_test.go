@@ -1,0 +1,77 @@
+package memory
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentsessions/sessions/conformance"
+	"github.com/agentsessions/sessions/session"
+)
+
+// fakeClock is a clock the TTL clauses move by hand.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (f *fakeClock) Now() time.Time { f.mu.Lock(); defer f.mu.Unlock(); return f.now }
+func (f *fakeClock) Advance(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.now = f.now.Add(d)
+}
+
+type harness struct {
+	store   *Store
+	clock   *fakeClock
+	corrupt conformance.Collector
+	ttl     map[time.Duration]*Store
+	mu      sync.Mutex
+}
+
+func newHarness() *harness {
+	h := &harness{clock: &fakeClock{now: time.Unix(1_700_000_000, 0)}, ttl: map[time.Duration]*Store{}}
+	h.store = New(Options{OnCorrupt: h.corrupt.Handler()})
+	return h
+}
+
+func (h *harness) Name() string { return "memory" }
+func (h *harness) Open(_ context.Context, id string) (session.Session, error) {
+	return h.store.Session(id)
+}
+func (h *harness) OpenPeer(_ context.Context, id string) (session.Session, error) {
+	return h.store.Session(id)
+}
+func (h *harness) Declared() session.Capabilities {
+	return session.Caps(session.CapLatest, session.CapReplace, session.CapTTL)
+}
+func (h *harness) AppendRaw(_ context.Context, id string, raw []byte) error {
+	s, err := h.store.Session(id)
+	if err != nil {
+		return err
+	}
+	s.appendRaw(raw)
+	return nil
+}
+func (h *harness) CorruptReports(id string) []session.CorruptRecord { return h.corrupt.Reports(id) }
+func (h *harness) OpenTTL(_ context.Context, id string, ttl time.Duration) (session.Session, error) {
+	h.mu.Lock()
+	st := h.ttl[ttl]
+	if st == nil {
+		st = New(Options{TTL: ttl, Now: h.clock.Now})
+		h.ttl[ttl] = st
+	}
+	h.mu.Unlock()
+	return st.Session(id)
+}
+func (h *harness) Advance(d time.Duration) { h.clock.Advance(d) }
+func (h *harness) MinTTL() time.Duration   { return time.Second }
+
+func TestConformance(t *testing.T) {
+	rep := conformance.Run(t, newHarness(), conformance.Options{})
+	if rep.Level != conformance.LevelFull {
+		t.Errorf("memory must grade FULL, got %s", rep.Summary())
+	}
+}

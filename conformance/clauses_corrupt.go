@@ -1,0 +1,57 @@
+package conformance
+
+import (
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentsessions/sessions/session"
+)
+
+func init() {
+	register(clause{"corrupt/isolated", GroupBase, 0, clauseCorrupt})
+}
+
+// clauseCorrupt stores records the adapter would refuse between valid ones
+// and checks that they hide no valid item, make none disappear, and are
+// reported.
+func clauseCorrupt(c *C) {
+	rw, ok := c.Harness().(RawWriter)
+	if !ok {
+		c.Skipf("the harness has no raw-write hook for this backend")
+	}
+	s := c.Fresh("corrupt")
+	id := s.SessionID()
+	v := Numbered("v", 4)
+	raw := func(b string) {
+		c.Helper()
+		require.NoError(c, rw.AppendRaw(c.Context(), id, []byte(b)))
+	}
+	add(c, s, v[:1])
+	raw("not json at all")
+	add(c, s, v[1:2])
+	raw(`[1,2,3]`)
+	raw(`{"unterminated":`)
+	add(c, s, v[2:4])
+	raw(`"a string"`)
+
+	requireItems(c, v, all(c, s), "corrupt records hide no valid item")
+	require.NotEmpty(c, rw.CorruptReports(id), "corrupt records are reported, never skipped silently")
+	for _, r := range rw.CorruptReports(id) {
+		require.Equal(c, id, r.SessionID, "a report names its session")
+		require.NotEmpty(c, r.Position, "a report names the record's position")
+	}
+	for n := 1; n <= 5; n++ {
+		got, err := session.Latest(c.Context(), s, n)
+		require.NoError(c, err)
+		requireItems(c, session.Tail(v, n), got, "latest %d counts valid items only", n)
+	}
+	it, ok, err := s.PopItem(c.Context())
+	require.NoError(c, err)
+	require.True(c, ok)
+	require.Equal(c, v[3].String(), it.String(), "pop returns the newest valid item")
+	requireItems(c, v[:3], all(c, s), "pop took only the newest valid item")
+	it, ok, err = s.PopItem(c.Context())
+	require.NoError(c, err)
+	require.True(c, ok)
+	require.Equal(c, v[2].String(), it.String())
+	requireItems(c, v[:2], all(c, s), "no other valid item disappeared")
+}

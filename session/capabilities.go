@@ -1,0 +1,223 @@
+package session
+
+import (
+	"context"
+	"strings"
+	"time"
+)
+
+// LatestReader is implemented by sessions that read the newest n items
+// without reading the whole history.
+//
+// If a Session does not implement LatestReader, Latest reads every item and
+// keeps the newest n locally, with the same result.
+type LatestReader interface {
+	Session
+	// LatestItems returns the newest n items, oldest first. n > 0 gives at
+	// most n items, n == 0 gives none, n < 0 is ErrInvalidLimit.
+	LatestItems(ctx context.Context, n int) ([]Item, error)
+}
+
+// RunContextAware is implemented by sessions that want the agent run's
+// context object (Python's RunContextWrapper) on every call. The run context
+// travels on the context.Context (see WithRunContext); the package-level
+// functions pass it to a session only when AcceptsRunContext reports true,
+// and then to every call, never to some calls only.
+//
+// If a Session does not implement RunContextAware, or reports false, it is
+// called with the run context removed from its context.Context.
+type RunContextAware interface {
+	Session
+	// AcceptsRunContext reports whether the session wants the run context.
+	// Wrappers report what the session they wrap reports.
+	AcceptsRunContext() bool
+}
+
+// Replacer is implemented by sessions that replace their whole history in
+// one atomic step, as compaction needs.
+//
+// If a Session does not implement Replacer, Replace clears the session and
+// appends the new history, and on failure restores the previous history
+// (best effort, not atomic: a concurrent reader may see the gap).
+type Replacer interface {
+	Session
+	// ReplaceItems atomically replaces the whole history with items.
+	ReplaceItems(ctx context.Context, items []Item) error
+}
+
+// Expirer is implemented by sessions whose data expire after a time to live.
+// Every key or row of a session expires together: never part of a batch,
+// never the items without their metadata.
+//
+// If a Session does not implement Expirer, its data never expire and Touch
+// is a no-op.
+type Expirer interface {
+	Session
+	// TTL returns the configured time to live; 0 means no expiry.
+	TTL() time.Duration
+	// ExpiresIn returns how long until the session's data expire; ok is
+	// false when the session has no data or no expiry.
+	ExpiresIn(ctx context.Context) (d time.Duration, ok bool, err error)
+	// Touch restarts the session's expiry clock.
+	Touch(ctx context.Context) error
+}
+
+// CompactionMode chooses how a compaction sends history to the model.
+type CompactionMode string
+
+// Compaction modes (spec §2.5).
+const (
+	CompactionAuto               CompactionMode = "auto"
+	CompactionPreviousResponseID CompactionMode = "previous_response_id"
+	CompactionInput              CompactionMode = "input"
+)
+
+// CompactionArgs are the arguments of one compaction request.
+type CompactionArgs struct {
+	ResponseID string         // the response the compaction follows; may be empty
+	Mode       CompactionMode // empty means CompactionAuto
+	Store      *bool          // whether that response was stored; nil if unknown
+	Force      bool           // compact even if the trigger says no
+}
+
+// CompactionAware is implemented by sessions that compact their own history
+// after a turn is saved.
+//
+// If a Session does not implement CompactionAware, the runner never
+// compacts it.
+type CompactionAware interface {
+	Session
+	// RunCompaction compacts the history as args ask.
+	RunCompaction(ctx context.Context, args CompactionArgs) error
+}
+
+// CompactionDeferrer is implemented by compaction-aware sessions that can
+// postpone a compaction: after a save that carries a locally produced tool
+// output, compacting would separate that output from its response chain, so
+// the runner calls DeferCompaction instead and the next compaction is forced.
+//
+// If a CompactionAware session does not implement CompactionDeferrer, a save
+// that would defer skips compaction for that response.
+type CompactionDeferrer interface {
+	CompactionAware
+	// DeferCompaction records that compaction for responseID is due later.
+	DeferCompaction(ctx context.Context, responseID string, store *bool) error
+	// DeferredCompaction returns the response id of a pending deferral.
+	DeferredCompaction() (responseID string, ok bool)
+}
+
+// Capability names one optional capability.
+type Capability uint8
+
+// The optional capabilities.
+const (
+	CapLatest             Capability = 1 << iota // LatestReader
+	CapRunContext                                // RunContextAware reporting true
+	CapReplace                                   // Replacer
+	CapTTL                                       // Expirer
+	CapCompaction                                // CompactionAware
+	CapCompactionDeferral                        // CompactionDeferrer
+)
+
+var capabilityNames = []struct {
+	c    Capability
+	name string
+}{
+	{CapLatest, "latest"},
+	{CapRunContext, "run-context"},
+	{CapReplace, "replace"},
+	{CapTTL, "ttl"},
+	{CapCompaction, "compaction"},
+	{CapCompactionDeferral, "compaction-deferral"},
+}
+
+// Capabilities is a set of capabilities.
+type Capabilities Capability
+
+// AllCapabilities lists every capability in a stable order.
+func AllCapabilities() []Capability {
+	out := make([]Capability, len(capabilityNames))
+	for i, n := range capabilityNames {
+		out[i] = n.c
+	}
+	return out
+}
+
+// Caps returns the set holding cs.
+func Caps(cs ...Capability) Capabilities {
+	var s Capabilities
+	for _, c := range cs {
+		s |= Capabilities(c)
+	}
+	return s
+}
+
+// Has reports whether c is in the set.
+func (s Capabilities) Has(c Capability) bool { return s&Capabilities(c) != 0 }
+
+// List returns the capabilities in the set, in a stable order.
+func (s Capabilities) List() []Capability {
+	var out []Capability
+	for _, n := range capabilityNames {
+		if s.Has(n.c) {
+			out = append(out, n.c)
+		}
+	}
+	return out
+}
+
+// String lists the set's names, comma-separated, or "none".
+func (s Capabilities) String() string {
+	var names []string
+	for _, c := range s.List() {
+		names = append(names, c.String())
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ",")
+}
+
+// String returns the capability's name.
+func (c Capability) String() string {
+	for _, n := range capabilityNames {
+		if n.c == c {
+			return n.name
+		}
+	}
+	return "unknown"
+}
+
+// ParseCapability returns the capability with the given name.
+func ParseCapability(name string) (Capability, bool) {
+	for _, n := range capabilityNames {
+		if n.name == name {
+			return n.c, true
+		}
+	}
+	return 0, false
+}
+
+// Probe reports which optional capabilities s implements.
+func Probe(s Session) Capabilities {
+	var c Capabilities
+	if _, ok := s.(LatestReader); ok {
+		c |= Capabilities(CapLatest)
+	}
+	if acceptsRunContext(s) {
+		c |= Capabilities(CapRunContext)
+	}
+	if _, ok := s.(Replacer); ok {
+		c |= Capabilities(CapReplace)
+	}
+	if _, ok := s.(Expirer); ok {
+		c |= Capabilities(CapTTL)
+	}
+	if _, ok := s.(CompactionAware); ok {
+		c |= Capabilities(CapCompaction)
+	}
+	if _, ok := s.(CompactionDeferrer); ok {
+		c |= Capabilities(CapCompactionDeferral)
+	}
+	return c
+}

@@ -1,0 +1,62 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors, checked with errors.Is.
+var (
+	// ErrInvalidItem reports an item that is not a JSON object.
+	ErrInvalidItem = errors.New("session: item is not a JSON object")
+	// ErrInvalidLimit reports a negative latest-N limit.
+	ErrInvalidLimit = errors.New("session: limit must not be negative")
+	// ErrInvalidSessionID reports an empty (or otherwise unusable) session id.
+	ErrInvalidSessionID = errors.New("session: invalid session id")
+	// ErrClosed reports a call on a session or store that was closed.
+	ErrClosed = errors.New("session: closed")
+	// ErrBatchTooLarge reports a batch the backend cannot store atomically.
+	ErrBatchTooLarge = errors.New("session: batch too large")
+	// ErrCorruptRecord reports a stored record that is not a JSON object.
+	ErrCorruptRecord = errors.New("session: corrupt stored record")
+	// ErrUnsupported reports an operation the session cannot perform.
+	ErrUnsupported = errors.New("session: unsupported")
+)
+
+// ItemError reports which item of a batch was rejected and why. It wraps
+// ErrInvalidItem.
+type ItemError struct {
+	Index int   // position of the item in the batch
+	Err   error // the underlying decoding error, if any
+}
+
+func (e *ItemError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("session: item %d is not a JSON object", e.Index)
+	}
+	return fmt.Sprintf("session: item %d is not a JSON object: %v", e.Index, e.Err)
+}
+
+// Unwrap returns ErrInvalidItem and the decoding error.
+func (e *ItemError) Unwrap() []error { return []error{ErrInvalidItem, e.Err} }
+
+// ValidateID returns an error wrapping ErrInvalidSessionID when id cannot be
+// used as a session id. Every id but the empty string is valid: adapters
+// must confine any other id, however hostile, to its own session.
+func ValidateID(id string) error {
+	if id == "" {
+		return fmt.Errorf("%w: empty", ErrInvalidSessionID)
+	}
+	return nil
+}
+
+// ValidateBatch checks that every item of a batch is a JSON object, so that
+// an adapter can reject a bad batch before writing anything.
+func ValidateBatch(items []Item) error {
+	for i, it := range items {
+		if !it.Valid() {
+			return &ItemError{Index: i}
+		}
+	}
+	return nil
+}
