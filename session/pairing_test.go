@@ -1,0 +1,169 @@
+package session_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentsessions/sessions/session"
+)
+
+func types(items []session.Item) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = it.Type() + ":" + it.CallID() + it.ID()
+	}
+	return out
+}
+
+func TestCallOutputTable(t *testing.T) {
+	for call, out := range map[string]string{
+		"program": "program_output", "function_call": "function_call_output",
+		"custom_tool_call": "custom_tool_call_output", "shell_call": "shell_call_output",
+		"apply_patch_call": "apply_patch_call_output", "computer_call": "computer_call_output",
+		"local_shell_call": "local_shell_call_output", "tool_search_call": "tool_search_output",
+	} {
+		got, ok := session.OutputTypeFor(call)
+		require.True(t, ok, call)
+		require.Equal(t, out, got)
+		back, ok := session.CallTypeFor(out)
+		require.True(t, ok)
+		require.Equal(t, call, back)
+		c := session.MustItem(`{"type":"` + call + `","call_id":"c1"}`)
+		o := session.MustItem(`{"type":"` + out + `","call_id":"c1"}`)
+		ck, _ := session.CallKey(c)
+		ok2, _ := session.AnsweredKey(o)
+		require.Equal(t, ck, ok2, "%s pairs with %s", call, out)
+	}
+	req := session.MustItem(`{"type":"mcp_approval_request","id":"r1"}`)
+	resp := session.MustItem(`{"type":"mcp_approval_response","approval_request_id":"r1","approve":true}`)
+	k1, ok := session.CallKey(req)
+	require.True(t, ok)
+	k2, ok := session.AnsweredKey(resp)
+	require.True(t, ok)
+	require.Equal(t, k1, k2)
+}
+
+func TestPruneOrphans(t *testing.T) {
+	tests := []struct {
+		name string
+		in   []string
+		opts session.PruneOptions
+		want []string
+	}{
+		{
+			name: "a paired call stays, an orphan call and its reasoning go",
+			in: []string{
+				`{"role":"user","content":"hi"}`,
+				`{"type":"reasoning","id":"rs1","summary":[]}`,
+				`{"type":"function_call","call_id":"a","name":"f","arguments":"{}"}`,
+				`{"type":"function_call_output","call_id":"a","output":"ok"}`,
+				`{"type":"reasoning","id":"rs2","summary":[]}`,
+				`{"type":"reasoning","id":"rs3","summary":[]}`,
+				`{"type":"shell_call","call_id":"b"}`,
+			},
+			want: []string{":", "reasoning:rs1", "function_call:a", "function_call_output:a"},
+		},
+		{
+			name: "an output of the wrong type does not pair",
+			in: []string{
+				`{"type":"function_call","call_id":"a"}`,
+				`{"type":"custom_tool_call_output","call_id":"a"}`,
+			},
+			want: []string{"custom_tool_call_output:a"},
+		},
+		{
+			name: "a lone reasoning item with no dropped follower stays",
+			in: []string{
+				`{"type":"reasoning","id":"rs1"}`,
+				`{"type":"message","role":"assistant","content":"x"}`,
+			},
+			want: []string{"reasoning:rs1", "message:"},
+		},
+		{
+			name: "mcp approval requests are not pruned; orphan responses go with DropOrphanOutputs",
+			in: []string{
+				`{"type":"mcp_approval_request","id":"r1"}`,
+				`{"type":"mcp_approval_response","approval_request_id":"r0"}`,
+				`{"type":"function_call_output","call_id":"gone"}`,
+			},
+			opts: session.PruneOptions{DropOrphanOutputs: true},
+			want: []string{"mcp_approval_request:r1"},
+		},
+		{
+			name: "an anonymous tool search pairs by position",
+			in: []string{
+				`{"type":"tool_search_call"}`,
+				`{"type":"tool_search_output"}`,
+				`{"type":"tool_search_call"}`,
+			},
+			want: []string{"tool_search_call:", "tool_search_output:"},
+		},
+		{
+			name: "an orphan program takes what it owns; an active one stays",
+			in: []string{
+				`{"type":"program","call_id":"p1"}`,
+				`{"type":"shell_call","call_id":"s1","caller":{"caller_id":"p1"}}`,
+				`{"type":"program","call_id":"p2"}`,
+				`{"type":"function_call","call_id":"f2","caller":{"caller_id":"p2"}}`,
+			},
+			want: []string{"program:p1", "shell_call:s1"},
+		},
+		{
+			name: "ineligible calls are kept",
+			in: []string{
+				`{"type":"function_call","call_id":"a"}`,
+				`{"type":"function_call","call_id":"b"}`,
+			},
+			opts: session.PruneOptions{CallEligible: func(i int) bool { return i == 1 }},
+			want: []string{"function_call:a"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			items, err := session.Items(tc.in...)
+			require.NoError(t, err)
+			got := session.Keep(items, session.PruneOrphans(items, tc.opts))
+			require.Equal(t, tc.want, types(got))
+		})
+	}
+}
+
+func TestModelInputNeverStartsWithAnOrphanOutput(t *testing.T) {
+	ctx := context.Background()
+	s := newMem(t)
+	items, err := session.Items(
+		`{"role":"user","content":"q"}`,
+		`{"type":"function_call","call_id":"a","name":"f","arguments":"{}"}`,
+		`{"type":"function_call_output","call_id":"a","output":"1"}`,
+		`{"type":"message","role":"assistant","content":"done"}`,
+		`{"type":"function_call","call_id":"b","name":"f","arguments":"{}"}`,
+	)
+	require.NoError(t, err)
+	require.NoError(t, s.AddItems(ctx, items))
+	got, err := session.ModelInput(ctx, s, 3)
+	require.NoError(t, err)
+	require.Equal(t, []string{"message:"}, types(got),
+		"the window cut a's call off, so its output goes; b has no output yet, so it goes")
+	got, err = session.ModelInput(ctx, s, 4)
+	require.NoError(t, err)
+	require.Equal(t, []string{"function_call:a", "function_call_output:a", "message:"}, types(got))
+}
+
+func TestItemFields(t *testing.T) {
+	it := session.MustItem(`{"Type":"upper","type":"function_call","call_id":"c","id":5,"call_id":"c2"}`)
+	require.Equal(t, "function_call", it.Type(), "keys match exactly, not case-insensitively")
+	require.Equal(t, "c2", it.CallID(), "the last duplicate wins, as in Python")
+	require.Equal(t, "", it.ID(), "a non-string id is no id")
+	require.False(t, it.HasField("missing"))
+	var zero session.Item
+	require.False(t, zero.Valid())
+	_, err := zero.MarshalJSON()
+	require.ErrorIs(t, err, session.ErrInvalidItem)
+	b := []byte(`{"a":1}`)
+	n, err := session.NewItem(b)
+	require.NoError(t, err)
+	b[2] = 'X'
+	require.Equal(t, `{"a":1}`, n.String(), "NewItem copies")
+}
