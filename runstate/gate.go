@@ -1,0 +1,21 @@
+package runstate
+
+// Gate describes a resume for the output-guardrail gate rule (spec §3.5.7).
+type Gate struct {
+	// OutputGuardrails: the agent or run config has output guardrails.
+	OutputGuardrails bool
+	// Deferral: the deferral gate is on (ShouldDefer).
+	Deferral bool
+	// BoundaryProven: the current-response boundary is proven from
+	// lifecycle position or object identity.
+	BoundaryProven bool
+	// SessionAttached: a session is attached to the resume.
+	SessionAttached bool
+}
+
+// CheckOutputGuardrailGate applies the gate rule when resuming an
+// interruption step with output guardrails: ErrBoundaryUnproven when the
+// boundary is not proven; with items already persisted this turn and the
+// deferral gate on, ErrPersistedBeforeGate with a session attached, or a
+// reset of cp.PersistedCount to 0 without one.
+func (cp *Checkpoint) CheckOutputGuardrailGate(g Gate) error { panic("todo") }

@@ -1,0 +1,63 @@
+package runstate
+
+// Opt is an optional, nullable member of a JSON object: absent (Present is
+// false), null (Present, Value nil), or a value. The held record needs all
+// three: a re-park keeps the standing record's store "if the key is
+// present", even when it is null.
+type Opt[T any] struct {
+	Present bool
+	Value   *T
+}
+
+// Some returns a present, non-null Opt.
+func Some[T any](v T) Opt[T] { return Opt[T]{Present: true, Value: &v} }
+
+// Null returns a present null Opt.
+func Null[T any]() Opt[T] { return Opt[T]{Present: true} }
+
+// OptFromPtr returns a present Opt holding *p, or null when p is nil.
+func OptFromPtr[T any](p *T) Opt[T] {
+	if p == nil {
+		return Null[T]()
+	}
+	v := *p
+	return Some(v)
+}
+
+// Get returns the value when the member is present and not null.
+func (o Opt[T]) Get() (T, bool) {
+	if !o.Present || o.Value == nil {
+		var zero T
+		return zero, false
+	}
+	return *o.Value, true
+}
+
+// Ptr returns a copy of the value, or nil when absent or null.
+func (o Opt[T]) Ptr() *T {
+	if v, ok := o.Get(); ok {
+		return &v
+	}
+	return nil
+}
+
+func (o Opt[T]) clone() Opt[T] {
+	if o.Value == nil {
+		return o
+	}
+	v := *o.Value
+	return Opt[T]{Present: o.Present, Value: &v}
+}
+
+// Policy is the reasoning-item id policy (spec §3.8): PolicyOmit drops the
+// "id" of reasoning items when converting them; PolicyPreserve, like no
+// policy (nil), keeps it.
+type Policy string
+
+// The reasoning-item id policies.
+const (
+	PolicyPreserve Policy = "preserve"
+	PolicyOmit     Policy = "omit"
+)
+
+func (p Policy) valid() bool { return p == PolicyPreserve || p == PolicyOmit }
