@@ -1,8 +1,14 @@
 package runstate
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
 
+	"github.com/agentsessions/sessions/internal/pyjson"
 	"github.com/agentsessions/sessions/session"
 )
 
@@ -78,42 +84,349 @@ type Checkpoint struct {
 }
 
 // New returns an empty checkpoint labelled CurrentSchema.
-func New() *Checkpoint { panic("todo") }
+func New() *Checkpoint { return &Checkpoint{Schema: CurrentSchema} }
 
 // Load reads a whole RunState JSON document. Every refusal is a *LoadError
 // wrapping ErrInvalidDocument, ErrInvalidPendingWrite,
 // ErrInvalidTerminalMarker or ErrUnsupportedSchema.
-func Load(data []byte) (*Checkpoint, error) { panic("todo") }
+func Load(data []byte) (*Checkpoint, error) {
+	cp := &Checkpoint{}
+	if err := cp.load(data); err != nil {
+		return nil, err
+	}
+	return cp, nil
+}
 
-// UnmarshalJSON is Load into cp.
-func (cp *Checkpoint) UnmarshalJSON(data []byte) error { panic("todo") }
+// UnmarshalJSON is Load into cp. On error cp is left unchanged.
+func (cp *Checkpoint) UnmarshalJSON(data []byte) error {
+	var fresh Checkpoint
+	if err := fresh.load(data); err != nil {
+		return err
+	}
+	*cp = fresh
+	return nil
+}
+
+// modelled lists the top-level members the Checkpoint fields own.
+var modelled = []string{keySchema, keyStep, keyCount, keyPending, keyTerminal}
+
+const (
+	keySchema   = "$schemaVersion"
+	keyStep     = "current_step"
+	keyCount    = "current_turn_persisted_item_count"
+	keyPending  = "pending_session_write"
+	keyTerminal = "terminal_unrecoverable"
+)
+
+func (cp *Checkpoint) load(data []byte) error {
+	// The document must be one strict JSON object that Python's json module
+	// can write back (the same parser MarshalJSON uses).
+	if _, err := pyjson.Dumps(data, pyjson.Options{Compact: true}); err != nil {
+		return loadErr(ErrInvalidDocument, RuleDocument, "not valid JSON: %v", err)
+	}
+	ms, err := members(data)
+	if err != nil {
+		return loadErr(ErrInvalidDocument, RuleDocument, "the document is not one JSON object: %v", err)
+	}
+	cp.members = ms
+
+	// $schemaVersion.
+	raw, ok := lookup(ms, keySchema)
+	label, isStr := jsonString(raw)
+	switch {
+	case !ok:
+		return loadErr(ErrUnsupportedSchema, RuleSchema, "missing $schemaVersion; supported: %s", strings.Join(SupportedSchemas(), ", "))
+	case !isStr || !supported(label):
+		return loadErr(ErrUnsupportedSchema, RuleSchema, "unsupported $schemaVersion %s; supported: %s", clip(raw), strings.Join(SupportedSchemas(), ", "))
+	}
+	cp.Schema = label
+
+	// current_step.
+	if raw, ok := lookup(ms, keyStep); ok {
+		step, err := decodeStep(raw)
+		if err != nil {
+			return err
+		}
+		cp.Step = step
+	}
+
+	// current_turn_persisted_item_count (0 when missing).
+	if raw, ok := lookup(ms, keyCount); ok {
+		n, ok := jsonInt(raw)
+		if !ok || n < 0 {
+			return loadErr(ErrInvalidDocument, RulePersistedItemCount, "must be a non-negative int, got %s", clip(raw))
+		}
+		cp.PersistedCount = n
+	}
+
+	// terminal_unrecoverable: only true, only from 1.17 on.
+	if raw, ok := lookup(ms, keyTerminal); ok {
+		if string(raw) != "true" {
+			return loadErr(ErrInvalidTerminalMarker, RuleTerminalMarker, "must be true, got %s", clip(raw))
+		}
+		if CompareSchemas(label, MinPendingWriteSchema) < 0 {
+			return loadErr(ErrInvalidTerminalMarker, RuleTerminalMarker, "needs schema %s or newer, the document is %s", MinPendingWriteSchema, label)
+		}
+		cp.Terminal = true
+	}
+
+	// pending_session_write (null means none).
+	if raw, ok := lookup(ms, keyPending); ok && !isNull(raw) {
+		w, err := decodePending(label, cp.Step.Kind, raw)
+		if err != nil {
+			return err
+		}
+		cp.Pending = w
+	}
+	return nil
+}
+
+// decodeStep reads current_step: null, or an object whose "type" is one of
+// Python's step types. A handoff becomes run-again.
+func decodeStep(raw json.RawMessage) (Step, error) {
+	if isNull(raw) {
+		return Step{}, nil
+	}
+	ms, err := members(raw)
+	if err != nil {
+		return Step{}, loadErr(ErrInvalidDocument, RuleStep, "must be null or an object, got %s", clip(raw))
+	}
+	t, _ := lookup(ms, "type")
+	typ, _ := jsonString(t)
+	switch typ {
+	case string(StepRunAgain):
+		return Step{Kind: StepRunAgain, Raw: raw}, nil
+	case stepHandoff:
+		return Step{Kind: StepRunAgain}, nil
+	case string(StepFinalOutput):
+		return Step{Kind: StepFinalOutput, Raw: raw}, nil
+	case string(StepInterruption):
+		return Step{Kind: StepInterruption, Raw: raw, PendingCallIDs: interruptionIDs(ms)}, nil
+	}
+	return Step{}, loadErr(ErrInvalidDocument, RuleStep, "unknown step type %s", clip(t))
+}
+
+// interruptionIDs collects the call ids and ids of an interruption step's
+// raw items (Python's _pending_approval_call_ids).
+func interruptionIDs(step []Member) []string {
+	data, _ := lookup(step, "data")
+	dm, err := members(data)
+	if err != nil {
+		return nil
+	}
+	list, _ := lookup(dm, "interruptions")
+	elems, _ := jsonArray(list)
+	var ids []string
+	for _, e := range elems {
+		em, err := members(e)
+		if err != nil {
+			continue
+		}
+		rawItem, _ := lookup(em, "raw_item")
+		rm, err := members(rawItem)
+		if err != nil {
+			continue
+		}
+		for _, k := range []string{"call_id", "id"} {
+			v, _ := lookup(rm, k)
+			if s, ok := jsonString(v); ok && s != "" && !slices.Contains(ids, s) {
+				ids = append(ids, s)
+			}
+		}
+	}
+	return ids
+}
+
+// WriteSchema returns the label MarshalJSON writes: the newer of Schema and
+// CurrentSchema.
+func (cp *Checkpoint) WriteSchema() string {
+	if CompareSchemas(cp.Schema, CurrentSchema) > 0 {
+		return cp.Schema
+	}
+	return CurrentSchema
+}
 
 // MarshalJSON writes the document: every member it was loaded with, the
 // modelled ones rewritten, in Python's json.dumps(indent=2, sort_keys=True)
-// layout with a trailing newline. The label written is the newer of Schema
-// and CurrentSchema, so older documents are upgraded and a newer one is
-// never mislabelled; writing is idempotent.
-func (cp *Checkpoint) MarshalJSON() ([]byte, error) { panic("todo") }
+// layout with a trailing newline. The label written is WriteSchema: an
+// older document is upgraded to CurrentSchema and a newer one keeps its
+// label, so nothing is mislabelled; writing is idempotent.
+//
+// A final-output step is written as null, as Python does; a record still
+// standing with it therefore makes a document Load refuses (fail closed).
+func (cp *Checkpoint) MarshalJSON() ([]byte, error) {
+	ms := cloneMembers(cp.members)
+	ms = setMember(ms, keySchema, encodeString(cp.WriteSchema()))
+	ms = setMember(ms, keyStep, cp.Step.encode())
+	if cp.PersistedCount < 0 {
+		return nil, fmt.Errorf("runstate: negative persisted count %d", cp.PersistedCount)
+	}
+	ms = setMember(ms, keyCount, mustJSON(cp.PersistedCount))
+	if cp.Pending != nil {
+		raw, err := cp.Pending.encode()
+		if err != nil {
+			return nil, err
+		}
+		ms = setMember(ms, keyPending, raw)
+	} else {
+		ms = deleteMember(ms, keyPending)
+	}
+	if cp.Terminal {
+		ms = setMember(ms, keyTerminal, json.RawMessage("true"))
+	} else {
+		ms = deleteMember(ms, keyTerminal)
+	}
+	out, err := pythonLayout(encodeObject(ms))
+	if err != nil {
+		return nil, fmt.Errorf("runstate: encode checkpoint: %w", err)
+	}
+	return out, nil
+}
+
+func (s Step) encode() json.RawMessage {
+	switch s.Kind {
+	case StepNone, StepFinalOutput:
+		return json.RawMessage("null")
+	}
+	if s.Raw != nil {
+		if ms, err := members(s.Raw); err == nil {
+			t, _ := lookup(ms, "type")
+			if typ, _ := jsonString(t); typ == string(s.Kind) {
+				return s.Raw
+			}
+		}
+	}
+	ms := []Member{{Key: "type", Value: encodeString(string(s.Kind))}}
+	if s.Kind == StepInterruption {
+		var list []json.RawMessage
+		for _, id := range s.PendingCallIDs {
+			list = append(list, encodeObject([]Member{{Key: "raw_item", Value: encodeObject([]Member{{Key: "call_id", Value: encodeString(id)}})}}))
+		}
+		if list == nil {
+			list = []json.RawMessage{}
+		}
+		ms = append(ms, Member{Key: "data", Value: encodeObject([]Member{{Key: "interruptions", Value: mustJSON(list)}})})
+	}
+	return encodeObject(ms)
+}
+
+// encode writes the record as a compact JSON object.
+func (w *PendingWrite) encode() (json.RawMessage, error) {
+	if len(w.Items) == 0 {
+		return nil, errors.New("runstate: a pending write must hold at least one item")
+	}
+	items := make([]json.RawMessage, len(w.Items))
+	for i, it := range w.Items {
+		if !it.Valid() {
+			return nil, fmt.Errorf("runstate: pending write item %d: %w", i, session.ErrInvalidItem)
+		}
+		items[i] = it.Bytes()
+	}
+	before := json.RawMessage("null")
+	if w.Before != nil {
+		before = mustJSON(w.Before)
+	}
+	ms := []Member{
+		{Key: "session_id", Value: encodeString(w.SessionID)},
+		{Key: "items", Value: mustJSON(items)},
+		{Key: "before", Value: before},
+		{Key: "persisted_count", Value: mustJSON(w.PersistedCount)},
+	}
+	if w.Held || w.heldKey {
+		ms = append(ms, Member{Key: "held", Value: mustJSON(w.Held)})
+	}
+	ms = appendOpt(ms, "response_id", w.ResponseID)
+	ms = appendOpt(ms, "store", w.Store)
+	ms = appendOpt(ms, "reasoning_item_id_policy", w.ReasoningItemIDPolicy)
+	for _, m := range w.Extra {
+		if _, dup := lookup(ms, m.Key); !dup {
+			ms = append(ms, m)
+		}
+	}
+	return encodeObject(ms), nil
+}
+
+func appendOpt[T any](ms []Member, key string, o Opt[T]) []Member {
+	if !o.Present {
+		return ms
+	}
+	if o.Value == nil {
+		return append(ms, Member{Key: key, Value: json.RawMessage("null")})
+	}
+	return append(ms, Member{Key: key, Value: mustJSON(*o.Value)})
+}
+
+func cloneMembers(ms []Member) []Member {
+	out := make([]Member, len(ms))
+	for i, m := range ms {
+		out[i] = Member{Key: m.Key, Value: append(json.RawMessage(nil), m.Value...)}
+	}
+	return out
+}
 
 // Clone returns a deep copy of cp with the in-progress guard reset (the
-// copy a result carries).
-func (cp *Checkpoint) Clone() *Checkpoint { panic("todo") }
+// copy a result carries, Python's _copy_for_result_checkpoint). The
+// per-turn record of folded calls is not copied.
+func (cp *Checkpoint) Clone() *Checkpoint {
+	c := &Checkpoint{
+		Schema:         cp.Schema,
+		Step:           cp.Step.clone(),
+		PersistedCount: cp.PersistedCount,
+		Pending:        cp.Pending.Clone(),
+		Terminal:       cp.Terminal,
+		members:        cloneMembers(cp.members),
+	}
+	return c
+}
 
-// Field returns the raw value of a top-level member of the document.
-func (cp *Checkpoint) Field(key string) (json.RawMessage, bool) { panic("todo") }
+func (s Step) clone() Step {
+	return Step{
+		Kind:           s.Kind,
+		PendingCallIDs: slices.Clone(s.PendingCallIDs),
+		Raw:            append(json.RawMessage(nil), s.Raw...),
+	}
+}
 
-// SetField sets a top-level member the package does not model. Modelled
-// members ($schemaVersion, current_step, current_turn_persisted_item_count,
-// pending_session_write, terminal_unrecoverable) are refused.
-func (cp *Checkpoint) SetField(key string, value json.RawMessage) error { panic("todo") }
+// Field returns the raw value of a top-level member of the document as it
+// was loaded or set (modelled members as loaded).
+func (cp *Checkpoint) Field(key string) (json.RawMessage, bool) {
+	v, ok := lookup(cp.members, key)
+	if !ok {
+		return nil, false
+	}
+	return append(json.RawMessage(nil), v...), true
+}
 
-// SetStep sets the current step to kind k (a handoff becomes run-again)
-// and clears its raw form and pending ids.
-func (cp *Checkpoint) SetStep(k StepKind) { panic("todo") }
+// SetField sets a top-level member the package does not model; a nil value
+// deletes it. Modelled members ($schemaVersion, current_step,
+// current_turn_persisted_item_count, pending_session_write,
+// terminal_unrecoverable) are refused: set the fields instead.
+func (cp *Checkpoint) SetField(key string, value json.RawMessage) error {
+	if slices.Contains(modelled, key) {
+		return fmt.Errorf("runstate: %s is modelled by the Checkpoint fields", key)
+	}
+	if value == nil {
+		cp.members = deleteMember(cp.members, key)
+		return nil
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, value); err != nil {
+		return fmt.Errorf("runstate: %s: %w", key, err)
+	}
+	cp.members = setMember(cp.members, key, buf.Bytes())
+	return nil
+}
+
+// SetStep sets the current step to kind k (Python's handoff type becomes
+// run-again) and clears its raw form and pending ids.
+func (cp *Checkpoint) SetStep(k StepKind) { cp.Step = NewStep(k) }
 
 // StartTurn begins a new turn: the persisted count goes back to 0 and the
 // record of calls folded into the held batch this turn is forgotten.
-func (cp *Checkpoint) StartTurn() { panic("todo") }
+func (cp *Checkpoint) StartTurn() {
+	cp.PersistedCount = 0
+	cp.folded = nil
+}
 
 // InProgress reports whether a settle of this checkpoint's record is
 // running.
@@ -121,4 +434,9 @@ func (cp *Checkpoint) InProgress() bool { return cp.inProgress }
 
 // CheckResumable returns ErrTerminal for a terminal checkpoint. Resume
 // calls it first, before any Session access.
-func (cp *Checkpoint) CheckResumable() error { panic("todo") }
+func (cp *Checkpoint) CheckResumable() error {
+	if cp.Terminal {
+		return ErrTerminal
+	}
+	return nil
+}

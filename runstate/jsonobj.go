@@ -1,0 +1,184 @@
+package runstate
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+)
+
+var errNotObject = errors.New("not a JSON object")
+
+// members parses one JSON object into its members, in order. A repeated key
+// keeps its first position and takes its last value, as a Python dict does.
+// Values are compacted copies.
+func members(raw []byte) ([]Member, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, errNotObject
+	}
+	var out []Member
+	index := map[string]int{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return nil, errNotObject
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, v); err != nil {
+			return nil, err
+		}
+		if i, seen := index[key]; seen {
+			out[i].Value = buf.Bytes()
+			continue
+		}
+		index[key] = len(out)
+		out = append(out, Member{Key: key, Value: buf.Bytes()})
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("trailing data after the JSON object")
+	}
+	return out, nil
+}
+
+// encodeObject writes members as one compact JSON object.
+func encodeObject(ms []Member) []byte {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, m := range ms {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(encodeString(m.Key))
+		b.WriteByte(':')
+		b.Write(m.Value)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// encodeString encodes s as a JSON string without HTML escaping.
+func encodeString(s string) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	return bytes.TrimRight(b.Bytes(), "\n")
+}
+
+// mustJSON encodes v, which the caller knows is encodable.
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func lookup(ms []Member, key string) (json.RawMessage, bool) {
+	for _, m := range ms {
+		if m.Key == key {
+			return m.Value, true
+		}
+	}
+	return nil, false
+}
+
+// setMember replaces key's value or appends the member.
+func setMember(ms []Member, key string, v json.RawMessage) []Member {
+	for i := range ms {
+		if ms[i].Key == key {
+			ms[i].Value = v
+			return ms
+		}
+	}
+	return append(ms, Member{Key: key, Value: v})
+}
+
+func deleteMember(ms []Member, key string) []Member {
+	out := ms[:0]
+	for _, m := range ms {
+		if m.Key != key {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func isNull(v json.RawMessage) bool { return string(v) == "null" }
+
+// jsonKind returns the first byte class of a compact JSON value: '{', '[',
+// '"', 't'/'f' (booleans), 'n' (null) or '0' (numbers).
+func jsonKind(v json.RawMessage) byte {
+	if len(v) == 0 {
+		return 0
+	}
+	switch c := v[0]; c {
+	case '{', '[', '"', 't', 'f', 'n':
+		return c
+	default:
+		return '0'
+	}
+}
+
+// jsonInt parses a JSON number that is a Python int (no fraction, no
+// exponent) and fits an int.
+func jsonInt(v json.RawMessage) (int, bool) {
+	if jsonKind(v) != '0' || bytes.ContainsAny(v, ".eE") {
+		return 0, false
+	}
+	var n int
+	if err := json.Unmarshal(v, &n); err != nil {
+		return 0, false
+	}
+	return n, true
+}
+
+func jsonBool(v json.RawMessage) (bool, bool) {
+	switch string(v) {
+	case "true":
+		return true, true
+	case "false":
+		return false, true
+	}
+	return false, false
+}
+
+func jsonString(v json.RawMessage) (string, bool) {
+	if jsonKind(v) != '"' {
+		return "", false
+	}
+	var s string
+	if err := json.Unmarshal(v, &s); err != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// jsonArray splits a JSON array into its compact elements.
+func jsonArray(v json.RawMessage) ([]json.RawMessage, bool) {
+	if jsonKind(v) != '[' {
+		return nil, false
+	}
+	var out []json.RawMessage
+	if err := json.Unmarshal(v, &out); err != nil {
+		return nil, false
+	}
+	return out, true
+}
