@@ -20,6 +20,8 @@ type Options struct {
 	IDPrefix string
 	// Timeout bounds each clause; zero means two minutes.
 	Timeout time.Duration
+	// NativeOnly skips Run's second pass with capabilities hidden.
+	NativeOnly bool
 }
 
 func (o Options) timeout() time.Duration {
@@ -40,13 +42,55 @@ func selected(opts Options, h Harness) []clause {
 	return out
 }
 
-// Run runs every clause of the suite as a subtest of t and logs the report.
-// Clauses of capabilities the harness does not declare are skipped.
+// Run runs every clause of the suite as subtests of t, twice: "native"
+// against the harness as it is, and "capabilities-hidden" against the same
+// store with every optional capability hidden (HideCapabilities), which must
+// give identical results for every base and run-state clause. It logs both
+// reports and returns the native one. Clauses of capabilities the harness
+// does not declare are skipped.
 func Run(t *testing.T, h Harness, opts Options) *Report {
+	t.Helper()
+	var native, hidden *Report
+	t.Run("native", func(t *testing.T) { native = runMode(t, h, opts) })
+	if opts.NativeOnly {
+		return native
+	}
+	t.Run("capabilities-hidden", func(t *testing.T) { hidden = runMode(t, HideCapabilities(h), opts) })
+	for _, d := range sameOutcomes(native, hidden) {
+		t.Errorf("conformance %s: native and capabilities-hidden runs differ: %s", h.Name(), d)
+	}
+	return native
+}
+
+// sameOutcomes lists the base and run-state clauses whose status differs
+// between two reports.
+func sameOutcomes(a, b *Report) []string {
+	if a == nil || b == nil {
+		return nil
+	}
+	status := map[string]Status{}
+	for _, c := range b.Clauses {
+		status[c.Name] = c.Status
+	}
+	var diffs []string
+	for _, c := range a.Clauses {
+		if c.Group != GroupBase && c.Group != GroupRunState {
+			continue
+		}
+		if c.Name == "capabilities/implemented-declared" || c.Name == "capabilities/declared-implemented" {
+			continue
+		}
+		if other, ok := status[c.Name]; ok && other != c.Status && !(c.Status == StatusSkip || other == StatusSkip) {
+			diffs = append(diffs, fmt.Sprintf("%s: %s vs %s", c.Name, c.Status, other))
+		}
+	}
+	return diffs
+}
+
+func runMode(t *testing.T, h Harness, opts Options) *Report {
 	t.Helper()
 	rep := newReport(h)
 	for _, cl := range selected(opts, h) {
-		cl := cl
 		start := time.Now()
 		var res ClauseResult
 		t.Run(cl.name, func(t *testing.T) {
