@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agentsessions/sessions/session"
 )
@@ -69,13 +70,40 @@ type C struct {
 	h    Harness
 	opts Options
 	ns   string
+
+	mu     sync.Mutex
+	opened map[string]bool // ids this clause opened, cleared afterwards
 }
 
 func newC(ctx context.Context, r reporter, h Harness, opts Options, name string) *C {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	return &C{reporter: r, ctx: ctx, h: h, opts: opts,
+	return &C{reporter: r, ctx: ctx, h: h, opts: opts, opened: map[string]bool{},
 		ns: opts.IDPrefix + strings.ReplaceAll(name, "/", "-") + "-" + hex.EncodeToString(b[:])}
+}
+
+func (c *C) track(id string) {
+	c.mu.Lock()
+	c.opened[id] = true
+	c.mu.Unlock()
+}
+
+// cleanup clears every session the clause opened, best effort, so a check
+// against a real store leaves nothing behind.
+func (c *C) cleanup() {
+	c.mu.Lock()
+	ids := make([]string, 0, len(c.opened))
+	for id := range c.opened {
+		ids = append(ids, id)
+	}
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), time.Minute)
+	defer cancel()
+	for _, id := range ids {
+		if s, err := c.h.Open(ctx, id); err == nil {
+			_ = s.Clear(ctx)
+		}
+	}
 }
 
 // Context returns the clause's context.
@@ -90,6 +118,7 @@ func (c *C) ID(suffix string) string { return c.ns + ":" + suffix }
 // Open opens session id (as given, not namespaced) or fails the clause.
 func (c *C) Open(id string) session.Session {
 	c.Helper()
+	c.track(id)
 	s, err := c.h.Open(c.ctx, id)
 	if err != nil {
 		c.Errorf("open %q: %v", id, err)
@@ -101,6 +130,7 @@ func (c *C) Open(id string) session.Session {
 // OpenPeer opens session id through the harness's second client or fails.
 func (c *C) OpenPeer(id string) session.Session {
 	c.Helper()
+	c.track(id)
 	s, err := c.h.OpenPeer(c.ctx, id)
 	if err != nil {
 		c.Errorf("open peer %q: %v", id, err)

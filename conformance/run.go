@@ -101,7 +101,9 @@ func runMode(t *testing.T, h Harness, opts Options) *Report {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), opts.timeout())
 			defer cancel()
-			cl.run(newC(ctx, rec, h, opts, cl.name))
+			c := newC(ctx, rec, h, opts, cl.name)
+			defer c.cleanup()
+			cl.run(c)
 		})
 		res.Name, res.Group, res.Duration = cl.name, cl.group, time.Since(start)
 		rep.add(res)
@@ -134,7 +136,9 @@ func Check(ctx context.Context, h Harness, opts Options) *Report {
 					rec.Errorf("panic: %v", p)
 				}
 			}()
-			cl.run(newC(cctx, rec, h, opts, cl.name))
+			c := newC(cctx, rec, h, opts, cl.name)
+			defer c.cleanup()
+			cl.run(c)
 		}()
 		<-done
 		cancel()
