@@ -18,4 +18,18 @@ type Gate struct {
 // boundary is not proven; with items already persisted this turn and the
 // deferral gate on, ErrPersistedBeforeGate with a session attached, or a
 // reset of cp.PersistedCount to 0 without one.
-func (cp *Checkpoint) CheckOutputGuardrailGate(g Gate) error { panic("todo") }
+func (cp *Checkpoint) CheckOutputGuardrailGate(g Gate) error {
+	if cp.Step.Kind != StepInterruption || !g.OutputGuardrails {
+		return nil
+	}
+	if !g.BoundaryProven {
+		return ErrBoundaryUnproven
+	}
+	if cp.PersistedCount > 0 && g.Deferral {
+		if g.SessionAttached {
+			return ErrPersistedBeforeGate
+		}
+		cp.PersistedCount = 0
+	}
+	return nil
+}

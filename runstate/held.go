@@ -2,6 +2,7 @@ package runstate
 
 import (
 	"context"
+	"slices"
 
 	"github.com/agentsessions/sessions/session"
 )
@@ -30,25 +31,132 @@ type ParkOptions struct {
 // session id and whether it is Conversations-like. A standing held record
 // is merged with the new items into one canonical batch, keeping its
 // session id, response id, store and policy when present; a standing
-// ordinary record is ErrSlotOccupied. Items must not include the run's
-// input. Nothing is registered when the result is empty or no session id
-// is known.
+// ordinary record is ErrSlotOccupied, and a standing held record of another
+// session ErrWrongSession. Items must not include the run's input. Nothing
+// is registered when the result is empty or no session id is known.
 func (cp *Checkpoint) Park(s session.Session, items []session.Item, opts ParkOptions) error {
-	panic("todo")
+	_, err := cp.park(s, items, opts.Policy, opts.ResponseID, opts.Store)
+	return err
+}
+
+// park returns the newly converted items.
+func (cp *Checkpoint) park(s session.Session, items []session.Item, policy *Policy, responseID *string, store *bool) ([]session.Item, error) {
+	w := cp.Pending
+	if w != nil && !w.Held {
+		return nil, ErrSlotOccupied
+	}
+	if w != nil && s != nil && s.SessionID() != w.SessionID {
+		return nil, ErrWrongSession
+	}
+	if w != nil && w.ReasoningItemIDPolicy.Present {
+		policy = w.ReasoningItemIDPolicy.Ptr()
+	}
+	conversation := IsConversation(s)
+	if conversation {
+		policy = nil
+	}
+	converted := Convert(items, policy)
+	var base []session.Item
+	if w != nil {
+		base = w.Items
+	}
+	merged := Dedupe(append(slices.Clone(base), converted...))
+	if conversation {
+		merged = slices.DeleteFunc(mapItems(merged, Sanitize), Unpersistable)
+	}
+	if len(merged) == 0 {
+		return nil, nil
+	}
+	var sid string
+	switch {
+	case s != nil:
+		sid = s.SessionID()
+	case w != nil:
+		sid = w.SessionID
+	default:
+		return nil, nil
+	}
+	rec := &PendingWrite{
+		SessionID:             sid,
+		Items:                 cloneItems(merged),
+		PersistedCount:        cp.PersistedCount + len(converted),
+		Held:                  true,
+		ResponseID:            OptFromPtr(responseID),
+		Store:                 OptFromPtr(store),
+		ReasoningItemIDPolicy: OptFromPtr(policy),
+		variant:               VariantHeld,
+	}
+	if w != nil {
+		if id, ok := w.ResponseID.Get(); ok && id != "" {
+			rec.ResponseID = w.ResponseID.clone()
+		}
+		if w.Store.Present {
+			rec.Store = w.Store.clone()
+		}
+		if w.ReasoningItemIDPolicy.Present {
+			rec.ReasoningItemIDPolicy = w.ReasoningItemIDPolicy.clone()
+		}
+		rec.Extra = w.Clone().Extra
+	}
+	cp.Pending = rec
+	return converted, nil
 }
 
 // ExtendHeld folds a detached resume's resolved items into the standing
 // held batch, converting them under the record's own policy (Python's
 // extend_held_session_write). It is a no-op when no held record stands.
-// The folded call keys are remembered for this turn (see SaveResumedTurn).
+// The outputs folded are remembered for this turn (until StartTurn): if the
+// resolved items handed to SaveResumedTurn no longer carry one (a handoff
+// filter removed it), it is withdrawn from the batch and takes its call
+// with it.
 func (cp *Checkpoint) ExtendHeld(items []session.Item) error {
-	panic("todo")
+	if !cp.HasHeld() {
+		return nil
+	}
+	converted, err := cp.park(nil, items, nil, nil, nil)
+	if err != nil {
+		return err
+	}
+	for _, it := range converted {
+		if k, ok := session.AnsweredKey(it); ok {
+			if cp.folded == nil {
+				cp.folded = map[session.PairKey]bool{}
+			}
+			cp.folded[k] = true
+		}
+	}
+	return nil
+}
+
+// withdrawFiltered removes from held the outputs folded this turn that the
+// resolved items no longer carry.
+func (cp *Checkpoint) withdrawFiltered(held, resolved []session.Item, policy *Policy) []session.Item {
+	if len(cp.folded) == 0 {
+		return held
+	}
+	present := map[session.PairKey]bool{}
+	for _, it := range Convert(resolved, policy) {
+		if k, ok := session.AnsweredKey(it); ok {
+			present[k] = true
+		}
+	}
+	return slices.DeleteFunc(slices.Clone(held), func(it session.Item) bool {
+		k, ok := session.AnsweredKey(it)
+		return ok && cp.folded[k] && !present[k]
+	})
 }
 
 // TakeHeld frees the slot and returns the held batch (nil when no held
 // record stands). The caller hands the items to SaveResumedTurn in the same
 // exit, or drops them deliberately.
-func (cp *Checkpoint) TakeHeld() []session.Item { panic("todo") }
+func (cp *Checkpoint) TakeHeld() []session.Item {
+	if !cp.HasHeld() {
+		return nil
+	}
+	items := cp.Pending.Items
+	cp.Pending = nil
+	return items
+}
 
 // HasHeld reports whether a held record stands.
 func (cp *Checkpoint) HasHeld() bool { return cp.Pending != nil && cp.Pending.Held }
@@ -59,24 +167,37 @@ type DiscardReason string
 // The discard reasons.
 const (
 	// DiscardTripwire: an output guardrail tripped; only the sanitised
-	// rebuild may be persisted.
+	// rebuild may be persisted. The batch is discarded as soon as the
+	// blocked outcome is decided, before the rebuild is saved, so the raw
+	// batch can never reach the Session.
 	DiscardTripwire DiscardReason = "tripwire"
 	// DiscardDetachedCompletion: a run without a session produced its final
-	// output.
+	// output and its guardrails and final save succeeded.
 	DiscardDetachedCompletion DiscardReason = "detached-completion"
-	// DiscardMaxTurnsCompletion: a max-turns handler's output ended the run.
+	// DiscardMaxTurnsCompletion: a max-turns handler's output passed
+	// validation and ended the run.
 	DiscardMaxTurnsCompletion DiscardReason = "max-turns-completion"
 )
 
 // DiscardHeld drops a standing held record and reports whether there was
 // one. Call it only once the exit succeeded; DiscardHeldAfter does that.
-func (cp *Checkpoint) DiscardHeld(reason DiscardReason) bool { panic("todo") }
+func (cp *Checkpoint) DiscardHeld(reason DiscardReason) bool {
+	if !cp.HasHeld() {
+		return false
+	}
+	cp.Pending = nil
+	return true
+}
 
 // DiscardHeldAfter runs exit (the guardrails and the final save, or the
 // handler's validation) and discards the held record only when it
 // succeeded; on failure the record is kept and exit's error returned.
 func (cp *Checkpoint) DiscardHeldAfter(ctx context.Context, reason DiscardReason, exit func(context.Context) error) error {
-	panic("todo")
+	if err := exit(ctx); err != nil {
+		return err
+	}
+	cp.DiscardHeld(reason)
+	return nil
 }
 
 // SafeToSettle is the pairing guard (Python's _held_items_safe_to_settle):
@@ -86,10 +207,60 @@ func (cp *Checkpoint) DiscardHeldAfter(ctx context.Context, reason DiscardReason
 // approval request only when a response names it or it is pending; a
 // reasoning item goes with the dropped call it precedes.
 func SafeToSettle(held, resolved []session.Item, policy *Policy, pending []string) []session.Item {
-	panic("todo")
+	working := slices.Clone(held)
+	for _, it := range held {
+		k, ok := session.CallKey(it)
+		if !ok || k.Type == session.TypeMCPApprovalRequest || !slices.Contains(pending, k.ID) {
+			continue
+		}
+		out, _ := session.OutputTypeFor(k.Type)
+		working = append(working, session.MustItem(string(encodeObject([]Member{
+			{Key: "type", Value: encodeString(out)},
+			{Key: "call_id", Value: encodeString(k.ID)},
+		}))))
+	}
+	working = append(working, Convert(resolved, policy)...)
+	keep := session.PruneOrphans(working, session.PruneOptions{})
+	answered := map[string]bool{}
+	for _, id := range pending {
+		answered[id] = true
+	}
+	for _, it := range working {
+		if it.Type() == session.TypeMCPApprovalResponse {
+			if id, ok := it.StringField("approval_request_id"); ok {
+				answered[id] = true
+			}
+		}
+	}
+	var kept []session.Item
+	for i, it := range held {
+		if it.Type() == session.TypeMCPApprovalRequest {
+			if k, ok := session.CallKey(it); ok && !answered[k.ID] {
+				continue
+			}
+			kept = append(kept, it)
+		} else if keep[i] {
+			kept = append(kept, it)
+		}
+	}
+	return kept
 }
 
 // CoversHeld reports whether the final items already carry every held
 // request (as after a guardrail rebuild), so the held batch is redundant
-// (Python's final_items_cover_held_batch).
-func CoversHeld(final, held []session.Item, policy *Policy) bool { panic("todo") }
+// (Python's final_items_cover_held_batch). Like Python's, a batch without
+// any request is covered.
+func CoversHeld(final, held []session.Item, policy *Policy) bool {
+	ids := map[string]bool{}
+	for _, it := range Convert(final, policy) {
+		if k, ok := session.CallKey(it); ok {
+			ids[k.ID] = true
+		}
+	}
+	for _, it := range held {
+		if k, ok := session.CallKey(it); ok && !ids[k.ID] {
+			return false
+		}
+	}
+	return true
+}

@@ -2,6 +2,8 @@ package runstate
 
 import (
 	"context"
+	"fmt"
+	"slices"
 
 	"github.com/agentsessions/sessions/session"
 )
@@ -23,7 +25,153 @@ import (
 //     otherwise settles now through Save with the parked response's id and
 //     store (ordinary registration, compaction bookkeeping).
 //
-// The returned SaveResult describes a held entry settle (zero otherwise).
+// The returned SaveResult describes a held entry settle, or the compaction
+// a main-line compaction-metadata record replayed (zero otherwise).
 func (cp *Checkpoint) Resume(ctx context.Context, s session.Session) (SaveResult, error) {
-	panic("todo")
+	if err := cp.CheckResumable(); err != nil {
+		return SaveResult{}, err
+	}
+	w := cp.Pending
+	if w == nil {
+		return SaveResult{}, nil
+	}
+	if w.Held {
+		return cp.settleHeldAtEntry(ctx, s)
+	}
+	if w.variant == VariantCompaction {
+		return cp.settleCompactionRecord(ctx, s)
+	}
+	return SaveResult{}, cp.settleOrdinary(ctx, s)
+}
+
+// settleHeldAtEntry is spec §3.5.4.
+func (cp *Checkpoint) settleHeldAtEntry(ctx context.Context, s session.Session) (SaveResult, error) {
+	w := cp.Pending
+	if s != nil && s.SessionID() != w.SessionID {
+		return SaveResult{}, ErrWrongSession
+	}
+	if s == nil || cp.Step.Kind != StepRunAgain {
+		return SaveResult{}, nil
+	}
+	settling := SafeToSettle(w.Items, nil, nil, nil)
+	cp.Pending = nil
+	if len(settling) == 0 {
+		return SaveResult{}, nil
+	}
+	responseID, _ := w.ResponseID.Get()
+	return cp.Save(ctx, s, SaveArgs{
+		Input:        settling,
+		ResponseID:   responseID,
+		Store:        w.Store.Ptr(),
+		Slice:        true,
+		Register:     true,
+		SettlingHeld: true,
+	})
+}
+
+// settleOrdinary is the recovery algorithm of spec §3.4, steps 3 to 11.
+func (cp *Checkpoint) settleOrdinary(ctx context.Context, s session.Session) error {
+	_, err := cp.appendOrdinary(ctx, s)
+	if err != nil {
+		return err
+	}
+	cp.PersistedCount = cp.Pending.PersistedCount
+	cp.Pending = nil
+	return nil
+}
+
+// appendOrdinary lands the ordinary record's batch exactly once: it reads
+// the tail, appends when the batch has not landed, accepts a lost
+// acknowledgement when it has, and refuses anything else. It reports
+// whether it appended. The record stays on cp.
+func (cp *Checkpoint) appendOrdinary(ctx context.Context, s session.Session) (bool, error) {
+	w := cp.Pending
+	if cp.inProgress {
+		return false, ErrWriteInProgress
+	}
+	if s == nil || s.SessionID() != w.SessionID {
+		return false, ErrWrongSession
+	}
+	cp.inProgress = true
+	defer func() { cp.inProgress = false }()
+
+	ignoreIDs := session.IgnoresIDs(s)
+	appendIt := true
+	if w.Before == nil {
+		// No append has started: record the tail just before appending.
+		tail, err := session.Latest(ctx, s, len(w.Items)+1)
+		if err != nil {
+			return false, fmt.Errorf("runstate: read session tail: %w", err)
+		}
+		before, err := session.Digests(tail, ignoreIDs)
+		if err != nil {
+			return false, fmt.Errorf("runstate: digest session tail: %w", err)
+		}
+		w.Before = before
+	} else {
+		items, err := session.Digests(w.Items, ignoreIDs)
+		if err != nil {
+			return false, fmt.Errorf("runstate: digest pending write: %w", err)
+		}
+		expected := append(slices.Clone(w.Before), items...)
+		tail, err := session.Latest(ctx, s, len(expected))
+		if err != nil {
+			return false, fmt.Errorf("runstate: read session tail: %w", err)
+		}
+		observed, err := session.Digests(tail, ignoreIDs)
+		if err != nil {
+			return false, fmt.Errorf("runstate: digest session tail: %w", err)
+		}
+		committed := slices.Equal(observed, expected)
+		unchanged := len(observed) == 0
+		if n := len(w.Before); n > 0 {
+			unchanged = len(observed) >= n && slices.Equal(observed[len(observed)-n:], w.Before)
+		}
+		if committed == unchanged {
+			return false, ErrCannotReconcile
+		}
+		appendIt = unchanged
+	}
+	if appendIt {
+		if err := session.Append(ctx, s, cloneItems(w.Items)); err != nil {
+			return false, fmt.Errorf("runstate: append pending write: %w", err)
+		}
+	}
+	return appendIt, nil
+}
+
+// settleCompactionRecord settles a record of the 1.18 main-line
+// compaction-metadata variant: the batch lands as an ordinary record (unless
+// append_acknowledged says it already did), then the record's compaction
+// bookkeeping runs; a failing compaction keeps the record, acknowledged, so
+// the retry redoes compaction only and never re-appends.
+func (cp *Checkpoint) settleCompactionRecord(ctx context.Context, s session.Session) (SaveResult, error) {
+	w := cp.Pending
+	ack, _ := lookup(w.Extra, "append_acknowledged")
+	if string(ack) != "true" {
+		if _, err := cp.appendOrdinary(ctx, s); err != nil {
+			return SaveResult{}, err
+		}
+		w.Extra = setMember(w.Extra, "append_acknowledged", []byte("true"))
+	} else if s == nil || s.SessionID() != w.SessionID {
+		return SaveResult{}, ErrWrongSession
+	}
+	raw, _ := lookup(w.Extra, "response_id")
+	responseID, _ := jsonString(raw)
+	var store *bool
+	if raw, ok := lookup(w.Extra, "store"); ok {
+		if b, ok := jsonBool(raw); ok {
+			store = &b
+		}
+	}
+	raw, _ = lookup(w.Extra, "has_local_tool_outputs")
+	local, _ := jsonBool(raw)
+	c, err := compact(ctx, s, responseID, store, local)
+	res := SaveResult{Compaction: c}
+	if err != nil {
+		return res, err
+	}
+	cp.PersistedCount = w.PersistedCount
+	cp.Pending = nil
+	return res, nil
 }

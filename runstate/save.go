@@ -2,6 +2,8 @@ package runstate
 
 import (
 	"context"
+	"fmt"
+	"slices"
 
 	"github.com/agentsessions/sessions/session"
 )
@@ -71,8 +73,148 @@ type SaveResult struct {
 // sanitises for a Conversations-like session, appends the batch (as a
 // registered pending write with Register), advances cp.PersistedCount with
 // Slice, and runs the compaction bookkeeping. With s nil it does nothing.
+//
+// With Register, a standing record is ErrSlotOccupied and nothing is
+// written; a failed append leaves the record on cp for Resume. A session
+// error is returned wrapped (errors.Is finds it). A compaction error is
+// returned after the append succeeded, with the result filled in.
 func (cp *Checkpoint) Save(ctx context.Context, s session.Session, args SaveArgs) (SaveResult, error) {
-	panic("todo")
+	if s == nil {
+		return SaveResult{}, nil
+	}
+	already := 0
+	if args.Slice {
+		already = cp.PersistedCount
+	}
+	newRun := sliceTurn(args.NewItems, already, args.Slice)
+	conversation := IsConversation(s)
+	ignoreIDs := session.IgnoresIDs(s)
+	converted := forSession(s, newRun, args.Policy)
+
+	toSave := Dedupe(append(slices.Clone(args.Input), converted...))
+	if conversation {
+		toSave = mapItems(toSave, Sanitize)
+	}
+	remaining, err := digestCounts(toSave, ignoreIDs)
+	if err != nil {
+		return SaveResult{}, err
+	}
+	count := 0
+	for _, list := range [][]session.Item{converted, heldIf(args)} {
+		if conversation {
+			list = mapItems(list, Sanitize)
+		}
+		ds, err := session.Digests(list, ignoreIDs)
+		if err != nil {
+			return SaveResult{}, fmt.Errorf("runstate: digest: %w", err)
+		}
+		for _, d := range ds {
+			if remaining[d] > 0 {
+				remaining[d]--
+				count++
+			}
+		}
+	}
+	if conversation {
+		toSave = slices.DeleteFunc(toSave, Unpersistable)
+	}
+	if len(toSave) == 0 {
+		if args.Slice {
+			cp.PersistedCount = already + count
+		}
+		return SaveResult{Count: count}, nil
+	}
+	if args.Register {
+		if cp.Pending != nil {
+			return SaveResult{}, ErrSlotOccupied
+		}
+		cp.Pending = &PendingWrite{
+			SessionID:      s.SessionID(),
+			Items:          cloneItems(toSave),
+			PersistedCount: cp.PersistedCount + count,
+		}
+		if err := cp.settleOrdinary(ctx, s); err != nil {
+			return SaveResult{}, err
+		}
+	} else if err := session.Append(ctx, s, cloneItems(toSave)); err != nil {
+		return SaveResult{}, fmt.Errorf("runstate: save: %w", err)
+	}
+	if args.Slice {
+		cp.PersistedCount = already + count
+	}
+	res := SaveResult{Count: count, Appended: toSave}
+	local := hasLocalOutputs(args.NewItems) || (args.SettlingHeld && hasLocalOutputs(args.Input))
+	res.Compaction, err = compact(ctx, s, args.ResponseID, args.Store, local)
+	return res, err
+}
+
+// sliceTurn drops the first n items already persisted this turn, re-adding
+// the tool outputs among them that the slice would lose (a stale count must
+// never lose an output).
+func sliceTurn(items []session.Item, n int, slice bool) []session.Item {
+	if !slice || n <= 0 {
+		return items
+	}
+	if n >= len(items) {
+		return nil
+	}
+	rest := items[n:]
+	var missing []session.Item
+	for _, it := range items[:n] {
+		if isToolOutput(it) && !slices.ContainsFunc(rest, it.Equal) {
+			missing = append(missing, it)
+		}
+	}
+	return append(missing, rest...)
+}
+
+// heldIf returns the input slot when it is a settling held batch, whose
+// items count toward the save's count.
+func heldIf(args SaveArgs) []session.Item {
+	if args.SettlingHeld {
+		return args.Input
+	}
+	return nil
+}
+
+// isToolOutput reports whether it is a tool output of the call/output table.
+func isToolOutput(it session.Item) bool {
+	_, ok := session.CallTypeFor(it.Type())
+	return ok
+}
+
+// hasLocalOutputs reports whether items carry a locally produced tool
+// output: a tool output of the table or an MCP approval response.
+func hasLocalOutputs(items []session.Item) bool {
+	return slices.ContainsFunc(items, session.IsOutput)
+}
+
+func digestCounts(items []session.Item, ignoreIDs bool) (map[string]int, error) {
+	ds, err := session.Digests(items, ignoreIDs)
+	if err != nil {
+		return nil, fmt.Errorf("runstate: digest: %w", err)
+	}
+	m := make(map[string]int, len(ds))
+	for _, d := range ds {
+		m[d]++
+	}
+	return m, nil
+}
+
+func mapItems(items []session.Item, f func(session.Item) session.Item) []session.Item {
+	out := make([]session.Item, len(items))
+	for i, it := range items {
+		out[i] = f(it)
+	}
+	return out
+}
+
+func cloneItems(items []session.Item) []session.Item {
+	out := make([]session.Item, len(items))
+	for i, it := range items {
+		out[i] = it.Clone()
+	}
+	return out
 }
 
 // ResumedTurn are the arguments of SaveResumedTurn.
@@ -93,10 +235,48 @@ type ResumedTurn struct {
 // ahead of them in one ordered append (Python's save_resumed_turn_items):
 // a held batch the items already cover is dropped as redundant, otherwise
 // the pairing guard keeps only settle-safe held items (calls still pending
-// approval on cp.Step settle unpaired); the save registers the ordinary
-// pending write when the step is run-again or interruption or a held batch
-// is settling. It sets and returns cp.PersistedCount: the previous count
-// plus the count the append reports.
+// approval on cp.Step settle unpaired; a held output folded this turn that
+// the resolved items no longer carry is withdrawn, taking its call with
+// it); the save registers the ordinary pending write when the step is
+// run-again or interruption or a held batch is settling. It sets and
+// returns cp.PersistedCount: the previous count plus the count the append
+// reports (settled held items included). With s nil, or nothing to save,
+// it changes nothing.
 func (cp *Checkpoint) SaveResumedTurn(ctx context.Context, s session.Session, turn ResumedTurn) (int, SaveResult, error) {
-	panic("todo")
+	prev := cp.PersistedCount
+	if s == nil || (len(turn.Items) == 0 && len(turn.Held) == 0) {
+		return prev, SaveResult{}, nil
+	}
+	settlingHeld := len(turn.Held) > 0
+	held := turn.Held
+	if settlingHeld && CoversHeld(turn.Items, held, turn.Policy) {
+		held = nil
+	}
+	if len(held) > 0 {
+		held = cp.withdrawFiltered(held, turn.Items, turn.Policy)
+		held = SafeToSettle(held, turn.Items, turn.Policy, cp.pendingIDs())
+	}
+	register := cp.Step.Kind == StepRunAgain || cp.Step.Kind == StepInterruption || settlingHeld
+	res, err := cp.Save(ctx, s, SaveArgs{
+		Input:        held,
+		NewItems:     turn.Items,
+		Policy:       turn.Policy,
+		ResponseID:   turn.ResponseID,
+		Store:        turn.Store,
+		Register:     register,
+		SettlingHeld: settlingHeld,
+	})
+	if err != nil && res.Appended == nil {
+		return cp.PersistedCount, res, err
+	}
+	cp.PersistedCount = prev + res.Count
+	return cp.PersistedCount, res, err
+}
+
+// pendingIDs returns the ids still awaiting approval on the current step.
+func (cp *Checkpoint) pendingIDs() []string {
+	if cp.Step.Kind != StepInterruption {
+		return nil
+	}
+	return cp.Step.PendingCallIDs
 }
