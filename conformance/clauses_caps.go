@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -72,13 +73,21 @@ func openTTL(c *C, ttl time.Duration) (session.Session, TTLHarness) {
 	if !ok {
 		c.Fatalf("ttl is declared but the harness does not implement TTLHarness")
 	}
-	s, err := th.OpenTTL(c.Context(), c.ID("ttl"), ttl)
+	id := c.ID("ttl")
+	c.track(id)
+	s, err := th.OpenTTL(c.Context(), id, ttl)
+	if errors.Is(err, session.ErrUnsupported) {
+		c.Skipf("the harness cannot open sessions with a TTL: %v", err)
+	}
 	require.NoError(c, err)
 	return s, th
 }
 
 func clauseTTL(c *C) {
-	th := c.Harness().(TTLHarness)
+	th, ok := c.Harness().(TTLHarness)
+	if !ok {
+		c.Fatalf("ttl is declared but the harness does not implement TTLHarness")
+	}
 	ttl := 2 * th.MinTTL()
 	s, th := openTTL(c, ttl)
 	e := s.(session.Expirer)
@@ -102,7 +111,10 @@ func clauseTTL(c *C) {
 }
 
 func clauseTTLRefresh(c *C) {
-	th := c.Harness().(TTLHarness)
+	th, ok := c.Harness().(TTLHarness)
+	if !ok {
+		c.Fatalf("ttl is declared but the harness does not implement TTLHarness")
+	}
 	ttl := 4 * th.MinTTL()
 	s, th := openTTL(c, ttl)
 	add(c, s, Numbered("a", 2))

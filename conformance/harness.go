@@ -22,7 +22,8 @@ type Harness interface {
 }
 
 // RawWriter is implemented by harnesses whose backend can hold a record the
-// adapter itself would refuse to write, for the corrupt-record clause.
+// adapter itself would refuse to write, for the corrupt-record clause. An
+// AppendRaw error wrapping session.ErrUnsupported skips the clause.
 type RawWriter interface {
 	// AppendRaw stores raw as the next record of session id, unvalidated.
 	AppendRaw(ctx context.Context, id string, raw []byte) error
@@ -32,6 +33,7 @@ type RawWriter interface {
 }
 
 // TTLHarness is implemented by harnesses of stores with the TTL capability.
+// An OpenTTL error wrapping session.ErrUnsupported skips the TTL clauses.
 type TTLHarness interface {
 	// OpenTTL returns a handle on session id whose data expire ttl after the
 	// last write.

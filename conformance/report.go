@@ -155,7 +155,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "conformance report for %s\n", r.Store)
 	for _, c := range r.Clauses {
-		line := fmt.Sprintf("  %-4s  %-9s %s", strings.ToUpper(string(c.Status)), c.Group, c.Name)
+		line := fmt.Sprintf("  %-4s  %-11s %s", strings.ToUpper(string(c.Status)), c.Group, c.Name)
 		if c.Message != "" && c.Status != StatusPass {
 			line += "  (" + firstLine(c.Message) + ")"
 		}

@@ -1,0 +1,77 @@
+package session
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+
+	"github.com/agentsessions/sessions/internal/pyjson"
+)
+
+// SDK-only metadata keys the Python SDK strips before fingerprinting and
+// before sending items to a model.
+const (
+	MetaToolDescription = "_agents_tool_description"
+	MetaToolTitle       = "_agents_tool_title"
+)
+
+var (
+	dropMeta      = []string{MetaToolDescription, MetaToolTitle}
+	dropMetaAndID = []string{MetaToolDescription, MetaToolTitle, "id"}
+)
+
+// IDInsensitive is implemented by sessions whose backend rewrites item ids
+// (the Python SDK's Conversations session): their digests ignore the
+// top-level "id".
+type IDInsensitive interface {
+	IgnoreIDsForMatching() bool
+}
+
+// IgnoresIDs reports whether digests for s should ignore item ids.
+func IgnoresIDs(s Session) bool {
+	i, ok := s.(IDInsensitive)
+	return ok && i.IgnoreIDsForMatching()
+}
+
+// Fingerprint returns the Python SDK's fingerprint of it: json.dumps of the
+// item without the SDK metadata keys (and without the top-level "id" when
+// ignoreIDs), with sort_keys=True and Python's default separators and ASCII
+// escaping, byte for byte.
+func Fingerprint(it Item, ignoreIDs bool) (string, error) {
+	if !it.Valid() {
+		return "", ErrInvalidItem
+	}
+	drop := dropMeta
+	if ignoreIDs {
+		drop = dropMetaAndID
+	}
+	b, err := pyjson.Dumps(it.raw, pyjson.Options{SortKeys: true, EnsureASCII: true, DropTopLevel: drop})
+	if err != nil {
+		return "", fmt.Errorf("session: fingerprint: %w", err)
+	}
+	return string(b), nil
+}
+
+// Digest returns the hex SHA-256 of it's Fingerprint: the digest the Python
+// SDK records for pending Session writes.
+func Digest(it Item, ignoreIDs bool) (string, error) {
+	fp, err := Fingerprint(it, ignoreIDs)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(fp))
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// Digests returns the Digest of each item.
+func Digests(items []Item, ignoreIDs bool) ([]string, error) {
+	out := make([]string, len(items))
+	for i, it := range items {
+		d, err := Digest(it, ignoreIDs)
+		if err != nil {
+			return nil, fmt.Errorf("item %d: %w", i, err)
+		}
+		out[i] = d
+	}
+	return out, nil
+}
