@@ -1,0 +1,110 @@
+// Package redis is the Session adapter for Redis, on
+// github.com/redis/go-redis/v9. One adapter serves a standalone server, a
+// sentinel-managed primary and a Redis Cluster: it talks to a
+// goredis.UniversalClient.
+//
+//	st, err := redis.Open(ctx, "redis://localhost:6379/0", redis.Options{TTL: 24 * time.Hour})
+//	defer st.Close()
+//	s, err := st.Session("user-123")
+//	err = s.AddItems(ctx, items)
+//
+// New wraps a client the caller built (and keeps owning: Close leaves it
+// open); Open builds one from a URL (redis://, rediss://, unix://,
+// redis+cluster://h1:p1,h2:p2, redis+sentinel://s1:p1?master_name=NAME)
+// and closes it on Close.
+//
+// # Key layout (LayoutNative, the default)
+//
+// A session is two keys:
+//
+//	<prefix>:{<escaped id>}:items   list of items, oldest first, each the item's JSON bytes as given
+//	<prefix>:{<escaped id>}:meta    hash: session_id, created_at, updated_at (Unix milliseconds, server clock)
+//
+// The prefix defaults to "agents:session". The braces are a Redis Cluster
+// hash tag: Redis hashes only the substring between the first '{' of a key
+// and the first '}' after it, so both keys of a session hash to the same
+// slot and every operation below is a single-slot, atomic step on one
+// server, in a cluster too. For that to hold for every id, the prefix may
+// not contain braces (New refuses it), and the id is escaped: '%', '{', '}'
+// and ':' become %25, %7B, %7D and %3A; every other byte (NUL, quotes,
+// '*', invalid UTF-8, ...) is kept, as Redis keys are binary safe. The
+// escaped id therefore holds no brace, so the tag is exactly the escaped
+// id, and the escaping is injective ('%' is escaped too), so no id can
+// produce another session's tag or keys. Escaping ':' is not needed for
+// safety (the fixed ":items"/":meta" suffix follows the closing brace) but
+// keeps ids from looking like extra key segments in tools that split keys
+// on ':'. ParseKey turns a key back into its session id. Percent-escaping
+// keeps ordinary ids readable in redis-cli, unlike hex encoding.
+//
+// # Round trips
+//
+// Every operation is one round trip to the server (tests count them with a
+// go-redis hook):
+//
+//	AddItems      1  EVALSHA: HSET/HSETNX metadata from redis TIME, RPUSH all items (4000 per RPUSH
+//	                 inside the script, below Lua's C-stack limit on unpack), PEXPIRE every key
+//	Items         1  LRANGE 0 -1
+//	LatestItems   1  LRANGE -n -1; only when corrupt records are among the newest n does the
+//	                 window double and get read again, whole (one more round trip each time)
+//	PopItem       1  RPOP (with a TTL: a script that pops and refreshes); one more per corrupt record
+//	Clear         1  DEL of every key of the session
+//	ReplaceItems  1  EVALSHA: DEL + RPUSH + metadata + PEXPIRE, atomically
+//	Touch         1  EVALSHA: PEXPIRE every key
+//	ExpiresIn     1  PTTL of the items list
+//
+// With RefreshOnRead and a TTL, Items and LatestItems run LRANGE and the
+// PEXPIREs in one script: still one round trip. The first script call on
+// a server that has not cached the script costs one more (EVALSHA answers
+// NOSCRIPT without running anything, and the script is sent with EVAL).
+//
+// Atomicity: a batch is one script, and Redis runs a script without
+// interleaving any other command, so concurrent writers (other goroutines,
+// clients, processes) never interleave inside a batch and there is no
+// optimistic retry (unlike the Python SDK's WATCH/MULTI loop). A script's
+// writes are not rolled back if it fails midway, so the write scripts do
+// the write that can fail (HSET of the metadata) first and push the items
+// last; only the first RPUSH can fail, so a batch is present wholly or not
+// at all. Write commands (the scripts, RPOP) are sent with go-redis's
+// NoRetry: go-redis otherwise resends a command after some network errors
+// even when the server may have run it, which would append a batch twice
+// or drop a popped item. Such an error reaches the caller, and the batch
+// may or may not have been stored (never in part). A mutation that has
+// been sent runs to completion even if its context is cancelled meanwhile.
+//
+// # TTL
+//
+// With Options.TTL, every write (AddItems, ReplaceItems, PopItem) sets the
+// expiry of all the session's keys together, inside the write's own
+// script, so a session's items and metadata always expire together and
+// never part of a batch. Reads refresh the expiry only with RefreshOnRead.
+// Expiry runs on the server's clock in milliseconds. The Session
+// implements session.Expirer: TTL, ExpiresIn (PTTL of the items list) and
+// Touch.
+//
+// # Python layout (LayoutPython)
+//
+// LayoutPython reads and writes what the Python Agents SDK's RedisSession
+// (agents.extensions.memory.redis_session) stores on a standalone server:
+//
+//	<prefix>:<id>            hash: session_id, created_at (HSETNX), updated_at (Unix seconds)
+//	<prefix>:<id>:messages   list of JSON strings, oldest first
+//	<prefix>:<id>:counter    deleted by Clear and expired with the others, never written
+//
+// with the same default prefix. The Python SDK writes
+// json.dumps(item, separators=(",", ":")); this adapter writes the item's
+// bytes exactly as it has them (the round trip is byte for byte), which
+// Python's json.loads reads just as well. Ids are not escaped in this
+// layout (the keys must match Python's), so an id ending in ":messages"
+// or ":counter", whose hash key would be another session's key, is
+// refused. The layout is refused on cluster clients (ErrClusterLayout):
+// its three keys share no hash tag, so they live in different slots and
+// no single atomic step can write them together.
+//
+// # Corrupt records
+//
+// A list element that is not a JSON object is skipped by reads (it never
+// hides valid items and never reduces a latest-N count), removed and
+// skipped by PopItem, and each one is reported through Options.OnCorrupt
+// with its list index ("index 3", or "index -2 (from the end)" for a
+// latest-N read).
+package redis

@@ -1,0 +1,45 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// TTL returns the store's time to live, rounded up to a whole millisecond
+// as Redis keeps it; 0 means the data never expire.
+func (s *Session) TTL() time.Duration { return time.Duration(s.st.ttlMS) * time.Millisecond }
+
+// ExpiresIn returns how long until the session's data expire, from the
+// server's PTTL of the items list; ok is false when the session holds no
+// item or its keys have no expiry.
+func (s *Session) ExpiresIn(ctx context.Context) (time.Duration, bool, error) {
+	if err := s.begin(ctx); err != nil {
+		return 0, false, err
+	}
+	// PTTL answers -2 for a missing key and -1 for a key without expiry;
+	// go-redis hands those through as -2ns and -1ns.
+	d, err := s.st.client.PTTL(ctx, s.keys[0]).Result()
+	if err != nil {
+		return 0, false, fmt.Errorf("redis: ttl of session %q: %w", s.id, err)
+	}
+	if d < 0 {
+		return 0, false, nil
+	}
+	return d, true, nil
+}
+
+// Touch restarts the expiry clock of every key of the session together, in
+// one round trip. Without a TTL it does nothing.
+func (s *Session) Touch(ctx context.Context) error {
+	if err := s.begin(ctx); err != nil {
+		return err
+	}
+	if s.st.ttlMS == 0 {
+		return nil
+	}
+	if err := s.st.run(ctx, touchScript, s.keys, s.st.ttlMS).Err(); err != nil {
+		return fmt.Errorf("redis: touch session %q: %w", s.id, err)
+	}
+	return nil
+}

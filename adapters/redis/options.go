@@ -1,0 +1,108 @@
+package redis
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentsessions/sessions/session"
+)
+
+// DefaultKeyPrefix is the key prefix used when Options.KeyPrefix is empty;
+// it is also the Python SDK's default.
+const DefaultKeyPrefix = "agents:session"
+
+// DefaultMaxBatchBytes is the batch size limit used when
+// Options.MaxBatchBytes is zero. A batch is one Lua script call: the
+// server is blocked while it runs and a request beyond the server's
+// client-query-buffer-limit (1 GiB by default) gets the connection closed
+// with an unknown outcome, so batches are kept well below that.
+const DefaultMaxBatchBytes = 64 << 20
+
+// Layout chooses how a session is laid out in Redis keys.
+type Layout int
+
+const (
+	// LayoutNative keeps a session in two keys that share one hash tag, so
+	// every operation is single-slot (and atomic) in a Redis Cluster:
+	// <prefix>:{<escaped id>}:items (a list) and <prefix>:{<escaped
+	// id>}:meta (a hash). It is the default.
+	LayoutNative Layout = iota
+	// LayoutPython reads and writes the Python SDK's RedisSession layout:
+	// the hash <prefix>:<id>, the list <prefix>:<id>:messages and the
+	// counter <prefix>:<id>:counter. The three keys share no hash tag, so
+	// it is refused on cluster clients.
+	LayoutPython
+)
+
+// String names the layout.
+func (l Layout) String() string {
+	switch l {
+	case LayoutNative:
+		return "native"
+	case LayoutPython:
+		return "python"
+	default:
+		return fmt.Sprintf("Layout(%d)", int(l))
+	}
+}
+
+// Options configures a Store. The zero value is ready to use.
+type Options struct {
+	// KeyPrefix starts every key; empty means DefaultKeyPrefix. It must not
+	// contain '{' or '}', which would change the keys' hash tag.
+	KeyPrefix string
+	// TTL, when positive, expires all keys of a session together TTL after
+	// its last write (and after its last read with RefreshOnRead). Redis
+	// keeps expiries in milliseconds: TTL is rounded up to a whole
+	// millisecond. Zero means the data never expire.
+	TTL time.Duration
+	// RefreshOnRead restarts the expiry clock on reads too (one round trip:
+	// the read and the refresh run in one script).
+	RefreshOnRead bool
+	// MaxBatchBytes bounds the total size of the items of one AddItems or
+	// ReplaceItems call; a bigger batch is refused, before anything is
+	// written, with an error wrapping session.ErrBatchTooLarge. Zero means
+	// DefaultMaxBatchBytes, a negative value means no limit.
+	MaxBatchBytes int
+	// Layout chooses the key layout; the zero value is LayoutNative.
+	Layout Layout
+	// OnCorrupt receives reports of stored records that are not JSON
+	// objects; nil logs a warning with slog.
+	OnCorrupt session.CorruptHandler
+}
+
+// ErrInvalidOptions reports Options the Store cannot use.
+var ErrInvalidOptions = errors.New("redis: invalid options")
+
+// ErrClusterLayout reports LayoutPython on a cluster client.
+var ErrClusterLayout = errors.New("redis: the Python layout cannot be used on a cluster client: its three keys share no hash tag, so no atomic multi-key step is possible")
+
+// normalize fills defaults and validates the options.
+func (o Options) normalize() (Options, error) {
+	if o.KeyPrefix == "" {
+		o.KeyPrefix = DefaultKeyPrefix
+	}
+	if strings.ContainsAny(o.KeyPrefix, "{}") {
+		return o, fmt.Errorf("%w: key prefix %q contains '{' or '}', which would change the keys' hash tag", ErrInvalidOptions, o.KeyPrefix)
+	}
+	if o.TTL < 0 {
+		return o, fmt.Errorf("%w: negative TTL %v", ErrInvalidOptions, o.TTL)
+	}
+	if o.Layout != LayoutNative && o.Layout != LayoutPython {
+		return o, fmt.Errorf("%w: unknown layout %v", ErrInvalidOptions, o.Layout)
+	}
+	if o.MaxBatchBytes == 0 {
+		o.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	return o, nil
+}
+
+// ttlMillis returns the TTL in whole milliseconds, rounded up; 0 for none.
+func (o Options) ttlMillis() int64 {
+	if o.TTL <= 0 {
+		return 0
+	}
+	return int64((o.TTL + time.Millisecond - 1) / time.Millisecond)
+}
