@@ -1,0 +1,144 @@
+package runstate_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentsessions/sessions/runstate"
+	"github.com/agentsessions/sessions/session"
+)
+
+func TestDedupeKey(t *testing.T) {
+	cases := []struct {
+		item string
+		key  string
+	}{
+		{`{"role":"user","content":"x","id":"m1"}`, ""},
+		{`{"type":"message","id":"m1","content":[]}`, ""},
+		{`{"type":"function_call","call_id":"c1","id":"fc_1"}`, "call_id:function_call:c1"},
+		{`{"type":"function_call_output","call_id":"c1"}`, "call_id:function_call_output:c1"},
+		{`{"type":"shell_call_output","call_id":"s1"}`, "call_id:shell_call_output:s1"},
+		{`{"type":"reasoning","id":"rs_1"}`, "id:reasoning:rs_1"},
+		{`{"type":"reasoning","id":"__fake_id__"}`, ""},
+		{`{"type":"web_search_call","id":"ws_1","call_id":"x"}`, "id:web_search_call:ws_1"},
+		{`{"type":"hosted_thing","id":"__fake_id__","call_id":"h1"}`, "call_id:hosted_thing:h1"},
+		{`{"type":"mcp_approval_request","id":"mcpr_1"}`, "id:mcp_approval_request:mcpr_1"},
+		{`{"type":"mcp_approval_response","approval_request_id":"mcpr_1"}`, "approval_request_id:mcp_approval_response:mcpr_1"},
+		{`{"type":"reasoning","summary":[]}`, ""},
+		{`{"type":"function_call","call_id":5}`, ""},
+	}
+	for _, tc := range cases {
+		key, ok := runstate.DedupeKey(session.MustItem(tc.item))
+		assert.Equal(t, tc.key, key, tc.item)
+		assert.Equal(t, tc.key != "", ok, tc.item)
+	}
+}
+
+func TestDedupe(t *testing.T) {
+	newer := session.MustItem(`{"type":"function_call","call_id":"c1","name":"write_thing","arguments":"{\"v\":2}"}`)
+	newOut := session.MustItem(`{"type":"function_call_output","call_id":"c1","output":"v2"}`)
+	got := runstate.Dedupe(items(call("c1"), output("c1"), assistant("a"), assistant("a"), reasoning(""), reasoning(""), newer, newOut))
+	assert.Equal(t, []string{
+		newer.String(),          // the call keeps its earliest position, with the latest value
+		assistant("a").String(), // messages are never deduped
+		assistant("a").String(),
+		reasoning("").String(), // nor unkeyed reasoning
+		reasoning("").String(),
+		newOut.String(), // a non-anchor moves to its latest position
+	}, strs(got))
+	// Reasoning is an anchor.
+	got = runstate.Dedupe(items(reasoning("rs_1"), call("c1"), session.MustItem(`{"type":"reasoning","id":"rs_1","summary":["x"]}`)))
+	assert.Equal(t, []string{`{"type":"reasoning","id":"rs_1","summary":["x"]}`, call("c1").String()}, strs(got))
+}
+
+func TestConvertAndSanitize(t *testing.T) {
+	rs := reasoning("rs_1")
+	assert.Equal(t, rs.String(), runstate.Convert(items(rs), nil)[0].String())
+	assert.Equal(t, rs.String(), runstate.Convert(items(rs), ptr(runstate.PolicyPreserve))[0].String())
+	assert.Equal(t, `{"type":"reasoning","summary":[]}`, runstate.Convert(items(rs), ptr(runstate.PolicyOmit))[0].String())
+	fc := session.MustItem(`{"type":"function_call","id":"fc_1","call_id":"c1"}`)
+	assert.Equal(t, fc.String(), runstate.Convert(items(fc), ptr(runstate.PolicyOmit))[0].String(), "only reasoning loses its id")
+
+	cases := []struct{ in, out string }{
+		{`{"type":"function_call","id":"fc_1","call_id":"c1","provider_data":{"a":1},"_agents_tool_description":"d","_agents_tool_title":"t"}`, `{"type":"function_call","call_id":"c1"}`},
+		{`{"type":"reasoning","id":"rs_1","encrypted_content":"e"}`, `{"type":"reasoning","id":"rs_1","encrypted_content":"e"}`},
+		{`{"type":"reasoning","id":"__fake_id__"}`, `{"type":"reasoning"}`},
+		{`{"type":"file_search_call","id":"fs_1"}`, `{"type":"file_search_call","id":"fs_1"}`},
+		{`{"type":"program_output","id":"po_1"}`, `{"type":"program_output","id":"po_1"}`},
+		{`{"type":"local_shell_call","id":"__fake_id__"}`, `{"type":"local_shell_call"}`},
+		{`{"role":"assistant","id":"msg_1","content":"x"}`, `{"role":"assistant","content":"x"}`},
+		{`{"type":"message","content":"x"}`, `{"type":"message","content":"x"}`},
+	}
+	for _, tc := range cases {
+		assert.Equal(t, tc.out, runstate.Sanitize(session.MustItem(tc.in)).String(), tc.in)
+	}
+	assert.True(t, runstate.Unpersistable(session.MustItem(`{"type":"reasoning","summary":[]}`)))
+	assert.True(t, runstate.Unpersistable(session.MustItem(`{"type":"reasoning","id":"","encrypted_content":null}`)))
+	assert.False(t, runstate.Unpersistable(session.MustItem(`{"type":"reasoning","encrypted_content":"e"}`)))
+	assert.False(t, runstate.Unpersistable(session.MustItem(`{"type":"message"}`)))
+}
+
+func TestSaveCountsAndSlicing(t *testing.T) {
+	t.Run("duplicate outputs dedup to one and count once", func(t *testing.T) {
+		s := newFake(t, "s1")
+		cp := fresh(runstate.StepRunAgain)
+		res, err := cp.Save(ctx, s, runstate.SaveArgs{NewItems: items(output("c1"), output("c1")), Slice: true})
+		require.NoError(t, err)
+		assert.Equal(t, 1, res.Count)
+		assert.Equal(t, 1, cp.PersistedCount)
+		assert.Len(t, s.all(t), 1)
+	})
+	t.Run("a later save of the same turn skips what was persisted", func(t *testing.T) {
+		s := newFake(t, "s1")
+		cp := fresh(runstate.StepRunAgain)
+		turn := items(call("c1"), output("c1"))
+		_, err := cp.Save(ctx, s, runstate.SaveArgs{NewItems: turn[:1], Slice: true})
+		require.NoError(t, err)
+		_, err = cp.Save(ctx, s, runstate.SaveArgs{NewItems: turn, Slice: true})
+		require.NoError(t, err)
+		assert.Equal(t, 2, cp.PersistedCount)
+		assert.Equal(t, []string{"function_call:c1", "function_call_output:c1"}, types(s.all(t)))
+	})
+	t.Run("a stale count never loses a tool output", func(t *testing.T) {
+		s := newFake(t, "s1")
+		cp := fresh(runstate.StepRunAgain)
+		cp.PersistedCount = 1
+		_, err := cp.Save(ctx, s, runstate.SaveArgs{NewItems: items(output("c1"), assistant("done")), Slice: true})
+		require.NoError(t, err)
+		assert.Equal(t, []string{"function_call_output:c1", "role=assistant"}, types(s.all(t)))
+	})
+	t.Run("Conversations: sanitised, unpersistable reasoning counted but not sent", func(t *testing.T) {
+		f := newFake(t, "conv")
+		cp := fresh(runstate.StepRunAgain)
+		res, err := cp.Save(ctx, conversation{f}, runstate.SaveArgs{
+			NewItems: items(reasoning(""), session.MustItem(`{"type":"message","role":"assistant","id":"msg_1","content":"x"}`)),
+			Policy:   ptr(runstate.PolicyOmit), Slice: true})
+		require.NoError(t, err)
+		assert.Equal(t, 2, res.Count)
+		assert.Equal(t, []string{`{"type":"message","role":"assistant","content":"x"}`}, f.all(t))
+	})
+	t.Run("nothing left to save: no registration, the count advances", func(t *testing.T) {
+		s := untouchable{t, "s1"}
+		cp := fresh(runstate.StepRunAgain)
+		cp.PersistedCount = 2
+		res, err := cp.Save(ctx, s, runstate.SaveArgs{NewItems: items(call("c1"), output("c1")), Slice: true, Register: true})
+		require.NoError(t, err)
+		assert.Zero(t, res.Count)
+		assert.Nil(t, cp.Pending)
+	})
+	t.Run("no session: nothing", func(t *testing.T) {
+		cp := fresh(runstate.StepRunAgain)
+		res, err := cp.Save(ctx, nil, runstate.SaveArgs{NewItems: items(call("c1")), Slice: true})
+		require.NoError(t, err)
+		assert.Zero(t, res.Count)
+		assert.Zero(t, cp.PersistedCount)
+	})
+	t.Run("a new turn resets the count", func(t *testing.T) {
+		cp := fresh(runstate.StepRunAgain)
+		cp.PersistedCount = 3
+		cp.StartTurn()
+		assert.Zero(t, cp.PersistedCount)
+	})
+}
