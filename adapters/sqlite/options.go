@@ -1,0 +1,133 @@
+package sqlite
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentsessions/sessions/session"
+)
+
+// Default table names, the Python SDK's.
+const (
+	DefaultSessionsTable = "agent_sessions"
+	DefaultMessagesTable = "agent_messages"
+)
+
+// DefaultBusyTimeout is how long a write waits for another connection's
+// lock on the database when Options.BusyTimeout is zero.
+const DefaultBusyTimeout = 5 * time.Second
+
+// ErrInvalidOptions reports an Options value Open or OpenDB cannot use.
+var ErrInvalidOptions = errors.New("sqlite: invalid options")
+
+// Options configures a Store. The zero value gives the Python SDK's layout
+// and settings, so that Python's SQLiteSession and this package share one
+// database file.
+type Options struct {
+	// SessionsTable names the table of session rows; "" means
+	// "agent_sessions".
+	SessionsTable string
+	// MessagesTable names the table of items; "" means "agent_messages".
+	// Its index is named "idx_<MessagesTable>_session_id", as in Python.
+	//
+	// Both names must match ^[A-Za-z_][A-Za-z0-9_]{0,62}$; they are quoted
+	// in every statement, so a name that is an SQL keyword is fine.
+	MessagesTable string
+	// BusyTimeout bounds how long a write waits for a lock held by another
+	// connection or process; 0 means DefaultBusyTimeout. Open sets it as
+	// the connections' busy_timeout; for every Store, a write that still
+	// finds the database busy before its commit is retried with backoff
+	// until BusyTimeout has passed since the write began.
+	BusyTimeout time.Duration
+	// OnCorrupt receives a report for every stored record that is not a
+	// JSON object (its Position is "id=<rowid>"); nil logs a slog warning.
+	OnCorrupt session.CorruptHandler
+	// SkipCreateTables, when false (the default, as Python's create-on-open),
+	// makes Open and OpenDB create the tables and index if they are
+	// missing, with CREATE ... IF NOT EXISTS. When true, the schema is
+	// someone else's job (a migration tool, a read-only role) and Open and
+	// OpenDB only check that both tables exist.
+	SkipCreateTables bool
+}
+
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
+
+// withDefaults returns o with defaults filled in, or an error wrapping
+// ErrInvalidOptions.
+func (o Options) withDefaults() (Options, error) {
+	if o.SessionsTable == "" {
+		o.SessionsTable = DefaultSessionsTable
+	}
+	if o.MessagesTable == "" {
+		o.MessagesTable = DefaultMessagesTable
+	}
+	for _, name := range []string{o.SessionsTable, o.MessagesTable} {
+		if !identRE.MatchString(name) {
+			return o, fmt.Errorf("%w: table name %q is not an identifier matching %s", ErrInvalidOptions, name, identRE)
+		}
+	}
+	if strings.EqualFold(o.SessionsTable, o.MessagesTable) {
+		return o, fmt.Errorf("%w: sessions and messages tables are both %q", ErrInvalidOptions, o.SessionsTable)
+	}
+	switch {
+	case o.BusyTimeout == 0:
+		o.BusyTimeout = DefaultBusyTimeout
+	case o.BusyTimeout < 0:
+		return o, fmt.Errorf("%w: negative BusyTimeout %v", ErrInvalidOptions, o.BusyTimeout)
+	}
+	return o, nil
+}
+
+// quote returns a validated identifier as a quoted SQL identifier.
+func quote(ident string) string { return `"` + ident + `"` }
+
+// DSN returns the data source name Open uses for path: path with the
+// driver parameters that set the busy timeout, turn foreign keys on and
+// select WAL journal mode on every connection. Give it to sql.Open("sqlite",
+// ...) to configure a *sql.DB for OpenDB the same way.
+//
+// path is a file path, ":memory:", or a "file:" URI (https://sqlite.org/uri.html);
+// it may already carry query parameters, which are kept.
+func DSN(path string, opts Options) (string, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return "", err
+	}
+	if path == "" {
+		return "", fmt.Errorf("%w: empty database path (use %q for a private in-memory database)", ErrInvalidOptions, ":memory:")
+	}
+	ms := o.BusyTimeout.Milliseconds()
+	if ms == 0 {
+		ms = 1
+	}
+	params := "_pragma=" + url.QueryEscape("busy_timeout("+strconv.FormatInt(ms, 10)+")") +
+		"&_pragma=" + url.QueryEscape("foreign_keys(1)") +
+		"&_pragma=" + url.QueryEscape("journal_mode(WAL)")
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	return path + sep + params, nil
+}
+
+// inMemory reports whether path names an in-memory database, which lives
+// only as long as a connection to it does.
+func inMemory(path string) bool {
+	name, query, _ := strings.Cut(path, "?")
+	if name == ":memory:" {
+		return true
+	}
+	if !strings.HasPrefix(name, "file:") {
+		return false
+	}
+	if strings.HasPrefix(name, "file::memory:") {
+		return true
+	}
+	q, err := url.ParseQuery(query)
+	return err == nil && q.Get("mode") == "memory"
+}

@@ -1,0 +1,127 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// ErrNoSchema reports, with Options.SkipCreateTables, a database without
+// the session tables.
+var ErrNoSchema = errors.New("sqlite: session tables missing")
+
+// queries holds every statement of a Store, built once from its table
+// names. The layout is the Python SDK's SQLiteSession, statement for
+// statement, so both share one file.
+type queries struct {
+	sessions, messages, index string // unquoted names
+
+	createSessions, createMessages, createIndex string
+
+	upsertSession string // creates the session row or refreshes updated_at
+	insertPrefix  string // multi-row INSERT up to " VALUES "
+	items         string // all rows, oldest first
+	latest        string // a window of rows below an id, newest first
+	since         string // count and newest id of the rows from an id up
+	pop           string // delete the newest row, returning it
+	clearMessages string
+	clearSession  string
+}
+
+func newQueries(o Options) *queries {
+	s, m := quote(o.SessionsTable), quote(o.MessagesTable)
+	idx := "idx_" + o.MessagesTable + "_session_id"
+	return &queries{
+		sessions: o.SessionsTable,
+		messages: o.MessagesTable,
+		index:    idx,
+		// The DDL is Python's (src/agents/memory/sqlite_session.py).
+		createSessions: `CREATE TABLE IF NOT EXISTS ` + s + ` (
+                session_id TEXT PRIMARY KEY,
+                created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
+                updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP
+            )`,
+		createMessages: `CREATE TABLE IF NOT EXISTS ` + m + ` (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                session_id TEXT NOT NULL,
+                message_data TEXT NOT NULL,
+                created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
+                FOREIGN KEY (session_id) REFERENCES ` + s + ` (session_id)
+                    ON DELETE CASCADE
+            )`,
+		createIndex: `CREATE INDEX IF NOT EXISTS ` + quote(idx) + `
+            ON ` + m + ` (session_id, id)`,
+		// Python runs INSERT OR IGNORE then UPDATE updated_at; one upsert
+		// does both.
+		upsertSession: `INSERT INTO ` + s + ` (session_id) VALUES (?1)
+            ON CONFLICT (session_id) DO UPDATE SET updated_at = CURRENT_TIMESTAMP`,
+		insertPrefix:  `INSERT INTO ` + m + ` (session_id, message_data) VALUES `,
+		items:         `SELECT id, message_data FROM ` + m + ` WHERE session_id = ?1 ORDER BY id ASC`,
+		latest:        `SELECT id, message_data FROM ` + m + ` WHERE session_id = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3`,
+		since:         `SELECT count(*), coalesce(max(id), 0) FROM ` + m + ` WHERE session_id = ?1 AND id >= ?2`,
+		pop:           `DELETE FROM ` + m + ` WHERE id = (SELECT id FROM ` + m + ` WHERE session_id = ?1 ORDER BY id DESC LIMIT 1) RETURNING id, message_data`,
+		clearMessages: `DELETE FROM ` + m + ` WHERE session_id = ?1`,
+		clearSession:  `DELETE FROM ` + s + ` WHERE session_id = ?1`,
+	}
+}
+
+// maxRowsPerInsert bounds the rows of one INSERT statement: each row binds
+// one parameter (the session id is ?1, shared), and SQLite builds before
+// 3.32 allow only 999.
+const maxRowsPerInsert = 500
+
+// insertSQL returns the INSERT of n rows (n <= maxRowsPerInsert):
+// (?1, ?2), (?1, ?3), ...
+func (q *queries) insertSQL(n int) string {
+	var b strings.Builder
+	b.Grow(len(q.insertPrefix) + n*12)
+	b.WriteString(q.insertPrefix)
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?1, ?")
+		b.WriteString(strconv.Itoa(i + 2))
+		b.WriteByte(')')
+	}
+	return b.String()
+}
+
+// schemaObjects counts which of the tables and the index exist.
+func (q *queries) schemaObjects(ctx context.Context, db *sql.DB) (tables, index int, err error) {
+	err = db.QueryRowContext(ctx, `SELECT
+            count(CASE WHEN type = 'table' AND lower(name) IN (lower(?1), lower(?2)) THEN 1 END),
+            count(CASE WHEN type = 'index' AND lower(name) = lower(?3) THEN 1 END)
+        FROM sqlite_master`, q.sessions, q.messages, q.index).Scan(&tables, &index)
+	return tables, index, err
+}
+
+// ensureSchema creates the tables and index if missing (or, with skip,
+// checks that the tables exist).
+func (st *Store) ensureSchema(ctx context.Context, skip bool) error {
+	tables, index, err := st.q.schemaObjects(ctx, st.db)
+	if err != nil {
+		return fmt.Errorf("sqlite: reading the schema: %w", err)
+	}
+	if skip {
+		if tables != 2 {
+			return fmt.Errorf("%w: want tables %q and %q", ErrNoSchema, st.q.sessions, st.q.messages)
+		}
+		return nil
+	}
+	if tables == 2 && index == 1 {
+		return nil
+	}
+	err = st.write(ctx, "create tables", func(ctx context.Context, c *sql.Conn) error {
+		for _, ddl := range []string{st.q.createSessions, st.q.createMessages, st.q.createIndex} {
+			if _, err := c.ExecContext(ctx, ddl); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return err
+}

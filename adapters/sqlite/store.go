@@ -1,0 +1,163 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+
+	_ "modernc.org/sqlite" // the pure-Go driver, registered as "sqlite"
+
+	"github.com/agentsessions/sessions/session"
+)
+
+// Store is one SQLite database holding many sessions. It is safe for
+// concurrent use, and several Stores (in one process or in several) may
+// share a database file.
+type Store struct {
+	db     *sql.DB
+	owned  bool // Open opened db, so Close closes it
+	memory bool // an in-memory database: its one connection is the database
+	opts   Options
+	q      *queries
+	// writers queues this Store's writes in process, so that they wait
+	// for each other in Go instead of polling SQLite's lock.
+	writers chan struct{}
+	closed  atomic.Bool
+}
+
+// Open opens (creating if needed) the SQLite database at path with the
+// pure-Go driver modernc.org/sqlite and returns a Store that owns it: Close
+// closes the database.
+//
+// path is a file path, ":memory:" for a private in-memory database that
+// lives as long as the Store, or a "file:" URI such as
+// "file:/data/agent.db?mode=rwc". Every connection gets the busy timeout,
+// foreign keys and WAL journal mode (see DSN). Unless
+// opts.SkipCreateTables is set, the tables and index are created if
+// missing.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	dsn, err := DSN(path, o)
+	if err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %q: %w", path, err)
+	}
+	memory := inMemory(path)
+	if memory {
+		// Each connection to ":memory:" is its own database: keep exactly
+		// one, for the Store's lifetime.
+		db.SetMaxOpenConns(1)
+		db.SetMaxIdleConns(1)
+	} else {
+		db.SetMaxIdleConns(max(4, runtime.GOMAXPROCS(0)))
+	}
+	st, err := newStore(ctx, db, true, memory, o)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+// OpenDB returns a Store on a database the caller opened. db stays the
+// caller's: Close does not close it.
+//
+// OpenDB leaves the connections' settings to the caller; DSN gives the
+// recommended ones. Writes need neither a busy timeout nor foreign keys to
+// be correct: they begin with BEGIN IMMEDIATE, retry a busy database with
+// backoff for up to opts.BusyTimeout, and delete a session's rows
+// explicitly. A private in-memory database needs db.SetMaxOpenConns(1).
+func OpenDB(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
+	if db == nil {
+		return nil, fmt.Errorf("%w: nil *sql.DB", ErrInvalidOptions)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return newStore(ctx, db, false, false, o)
+}
+
+func newStore(ctx context.Context, db *sql.DB, owned, memory bool, o Options) (*Store, error) {
+	st := &Store{db: db, owned: owned, memory: memory, opts: o, q: newQueries(o), writers: make(chan struct{}, 1)}
+	if err := st.ensureSchema(ctx, o.SkipCreateTables); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// DB returns the Store's database, for queries of your own (usage
+// reports, migrations). Do not close it; Close does, when Open opened it.
+func (st *Store) DB() *sql.DB { return st.db }
+
+// Close makes every later call on the Store and its sessions fail with
+// session.ErrClosed, and closes the database if Open opened it. Calls in
+// progress finish or fail. Close is idempotent.
+func (st *Store) Close() error {
+	if st.closed.Swap(true) || !st.owned {
+		return nil
+	}
+	if err := st.db.Close(); err != nil {
+		return fmt.Errorf("sqlite: close: %w", err)
+	}
+	return nil
+}
+
+// Session returns a handle on session id. Any non-empty string is a valid
+// id; it only ever reaches SQL as a bound parameter. Handles are cheap and
+// safe for concurrent use, and two handles on one id see one history.
+func (st *Store) Session(id string) (*Session, error) {
+	if err := session.ValidateID(id); err != nil {
+		return nil, err
+	}
+	if st.closed.Load() {
+		return nil, session.ErrClosed
+	}
+	return &Session{st: st, id: id}, nil
+}
+
+// check returns the error a call must fail with before doing anything: the
+// context's, or ErrClosed.
+func (st *Store) check(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if st.closed.Load() {
+		return session.ErrClosed
+	}
+	return nil
+}
+
+// wrap turns err from operation op into the error a caller sees: the
+// context's error when ctx ended (the driver reports an interrupted
+// statement in its own words), ErrClosed after Close.
+func (st *Store) wrap(ctx context.Context, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("sqlite: %s: %w (%v)", op, cerr, err)
+	}
+	if st.closed.Load() && !errors.Is(err, session.ErrClosed) {
+		return fmt.Errorf("sqlite: %s: %w (%v)", op, session.ErrClosed, err)
+	}
+	if isTooBig(err) {
+		return fmt.Errorf("sqlite: %s: %w: %w", op, session.ErrBatchTooLarge, err)
+	}
+	return fmt.Errorf("sqlite: %s: %w", op, err)
+}
