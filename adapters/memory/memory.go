@@ -10,6 +10,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -275,4 +276,22 @@ func (s *Session) Touch(ctx context.Context) error {
 		s.touch(h)
 	}
 	return nil
+}
+
+// ListSessions returns the ids of the sessions holding items, sorted.
+func (st *Store) ListSessions(ctx context.Context) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	now := st.opts.Now()
+	ids := make([]string, 0, len(st.data))
+	for id, h := range st.data {
+		if len(h.records) > 0 && (h.expires.IsZero() || now.Before(h.expires)) {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids, nil
 }

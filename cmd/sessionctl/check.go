@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/agentsessions/sessions/adapters"
+	"github.com/agentsessions/sessions/conformance"
+	"github.com/agentsessions/sessions/session"
+)
+
+func init() {
+	commands["check"] = command{"run the conformance suite against a store (default: embedded SQLite)", runCheck}
+}
+
+func runCheck(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "check", "[URL]")
+	asJSON := fs.Bool("json", false, "print the reports as JSON")
+	only := fs.String("run", "", "run only clauses matching this regular expression")
+	nativeOnly := fs.Bool("native-only", false, "skip the second pass with capabilities hidden")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 1 {
+		return usagef("at most one store URL, got %d", len(pos))
+	}
+	opts := conformance.Options{IDPrefix: "sessionctl-check-"}
+	if *only != "" {
+		re, err := regexp.Compile(*only)
+		if err != nil {
+			return usagef("-run: %v", err)
+		}
+		opts.Run = re
+	}
+	dsn := ""
+	if len(pos) == 1 {
+		dsn = pos[0]
+	} else {
+		dir, err := os.MkdirTemp("", "sessionctl-check-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		dsn = "sqlite://" + filepath.Join(dir, "sessions.db")
+		if !*asJSON {
+			fmt.Fprintf(e.stdout, "no store URL given: checking the embedded SQLite default at %s\n\n", dsn)
+		}
+	}
+	h, err := openHarness(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+
+	reports := []*conformance.Report{conformance.Check(ctx, h, opts)}
+	if !*nativeOnly {
+		reports = append(reports, conformance.Check(ctx, conformance.HideCapabilities(h), opts))
+	}
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(map[string]any{"reports": reports}); err != nil {
+			return err
+		}
+	} else {
+		for i, r := range reports {
+			if i > 0 {
+				fmt.Fprintln(e.stdout)
+			}
+			if err := r.WriteText(e.stdout); err != nil {
+				return err
+			}
+		}
+	}
+	for _, r := range reports {
+		if !r.OK() {
+			return errFailed
+		}
+	}
+	return nil
+}
+
+// dsnHarness serves the conformance suite from a store URL: Open uses one
+// opened store, OpenPeer a second, independent one on the same URL. Its
+// raw-write and TTL hooks answer session.ErrUnsupported when the backend
+// has no way to do them, and the clauses that need them are skipped.
+type dsnHarness struct {
+	dsn, name  string
+	main, peer adapters.Store
+	corrupt    *conformance.Collector
+
+	mu  sync.Mutex
+	ttl map[time.Duration]adapters.Store
+}
+
+// openHarness opens dsn twice (once for memory://, whose store lives in
+// this process).
+func openHarness(ctx context.Context, dsn string) (*dsnHarness, error) {
+	corrupt := &conformance.Collector{}
+	opts := adapters.Options{OnCorrupt: corrupt.Handler()}
+	main, err := adapters.OpenWith(ctx, dsn, opts)
+	if err != nil {
+		return nil, err
+	}
+	peer := main
+	if !isMemory(dsn) {
+		if peer, err = adapters.OpenWith(ctx, dsn, opts); err != nil {
+			main.Close()
+			return nil, err
+		}
+	}
+	return &dsnHarness{dsn: dsn, name: redactDSN(dsn), main: main, peer: peer, corrupt: corrupt,
+		ttl: map[time.Duration]adapters.Store{}}, nil
+}
+
+func (h *dsnHarness) Name() string { return h.name }
+func (h *dsnHarness) Open(_ context.Context, id string) (session.Session, error) {
+	return h.main.Session(id)
+}
+func (h *dsnHarness) OpenPeer(_ context.Context, id string) (session.Session, error) {
+	return h.peer.Session(id)
+}
+func (h *dsnHarness) Declared() session.Capabilities { return h.main.Declared() }
+
+// AppendRaw writes a record the adapter would refuse, when the backend
+// allows it.
+func (h *dsnHarness) AppendRaw(ctx context.Context, id string, raw []byte) error {
+	r, ok := h.main.(adapters.Raw)
+	if !ok {
+		return fmt.Errorf("%w: raw writes", session.ErrUnsupported)
+	}
+	return r.AppendRaw(ctx, id, raw)
+}
+
+// CorruptReports returns the reports the store made about session id.
+func (h *dsnHarness) CorruptReports(id string) []session.CorruptRecord { return h.corrupt.Reports(id) }
+
+// OpenTTL reopens the URL with ttl=<ttl> (memory, redis and mongo take it).
+func (h *dsnHarness) OpenTTL(ctx context.Context, id string, ttl time.Duration) (session.Session, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	st := h.ttl[ttl]
+	if st == nil {
+		u, err := url.Parse(h.dsn)
+		if err != nil {
+			return nil, err
+		}
+		q := u.Query()
+		q.Set("ttl", ttl.String())
+		u.RawQuery = q.Encode()
+		if st, err = adapters.OpenWith(ctx, u.String(), adapters.Options{OnCorrupt: h.corrupt.Handler()}); err != nil {
+			return nil, fmt.Errorf("%w: %v", session.ErrUnsupported, err)
+		}
+		h.ttl[ttl] = st
+	}
+	return st.Session(id)
+}
+
+// Advance waits: a real store keeps real time.
+func (h *dsnHarness) Advance(d time.Duration) { time.Sleep(d) }
+
+// MinTTL is a TTL every backend keeps exactly enough for the clauses.
+func (h *dsnHarness) MinTTL() time.Duration { return time.Second }
+
+func (h *dsnHarness) Close() {
+	_ = h.main.Close()
+	if h.peer != h.main {
+		_ = h.peer.Close()
+	}
+	for _, st := range h.ttl {
+		_ = st.Close()
+	}
+}
