@@ -2,8 +2,11 @@ package redis
 
 import (
 	"context"
+	"fmt"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/agentsessions/sessions/session"
 )
 
 // The scripts take the session's keys in KEYS, always in the same order:
@@ -105,6 +108,7 @@ type script struct {
 func newScript(src string) *script { return &script{src: src, sha: goredis.NewScript(src).Hash()} }
 
 var (
+	allScripts    = []*script{appendScript, replaceScript, popScript, rangeScript, touchScript}
 	appendScript  = newScript(appendSrc)
 	replaceScript = newScript(replaceSrc)
 	popScript     = newScript(popSrc)
@@ -153,4 +157,22 @@ func (st *Store) eval(ctx context.Context, verb, body string, keys []string, arg
 	cmd.SetFirstKeyPos(3)
 	_ = st.client.Process(ctx, once{cmd})
 	return cmd
+}
+
+// LoadScripts caches the Store's Lua scripts on the server (on every master
+// of a cluster), so that no later call pays the one extra round trip of a
+// NOSCRIPT fallback. Open calls it; a Store made with New loads each
+// script on first use instead. A server restart, failover or SCRIPT FLUSH
+// empties the cache again, which costs one extra round trip per script,
+// nothing more.
+func (st *Store) LoadScripts(ctx context.Context) error {
+	if st.closed.Load() {
+		return session.ErrClosed
+	}
+	for _, sc := range allScripts {
+		if err := st.client.ScriptLoad(ctx, sc.src).Err(); err != nil {
+			return fmt.Errorf("redis: load scripts: %w", err)
+		}
+	}
+	return nil
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // Open connects to the Redis deployment at rawURL, checks that it answers
-// (PING), and returns a Store whose Close closes the client. URL forms:
+// (PING), caches the Lua scripts on it (LoadScripts), and returns a Store whose Close closes the client. URL forms:
 //
 //	redis://[user:pass@]host:port[/db][?options]     one server (go-redis ParseURL)
 //	rediss://...                                      the same over TLS
@@ -37,6 +37,10 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	}
 	st.owned = true
 	if err := client.Ping(ctx).Err(); err != nil {
+		_ = client.Close()
+		return nil, fmt.Errorf("redis: open %s: %w", redactURL(rawURL), err)
+	}
+	if err := st.LoadScripts(ctx); err != nil {
 		_ = client.Close()
 		return nil, fmt.Errorf("redis: open %s: %w", redactURL(rawURL), err)
 	}
