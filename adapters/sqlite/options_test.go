@@ -89,7 +89,7 @@ func TestInMemory(t *testing.T) {
 		":memory:":                          true,
 		":memory:?cache=shared":             true,
 		"file::memory:":                     true,
-		"file::memory:?cache=shared":         true,
+		"file::memory:?cache=shared":        true,
 		"file:x?mode=memory&cache=shared":   true,
 		"file:/tmp/x.db":                    false,
 		"file:/tmp/x.db?mode=rwc":           false,
