@@ -121,8 +121,14 @@ const (
 func (cp *Checkpoint) load(data []byte) error {
 	// The document must be one strict JSON object that Python's json module
 	// can write back (the same parser MarshalJSON uses).
-	if _, err := pyjson.Dumps(data, pyjson.Options{Compact: true}); err != nil {
+	py, err := pyjson.Dumps(data, pyjson.Options{Compact: true})
+	if err != nil {
 		return loadErr(ErrInvalidDocument, RuleDocument, "not valid JSON: %v", err)
+	}
+	if !json.Valid(py) {
+		// A float literal beyond float64 reads as infinity, which Python
+		// would write back as the non-JSON token Infinity.
+		return loadErr(ErrInvalidDocument, RuleDocument, "a number is out of range")
 	}
 	ms, err := members(data)
 	if err != nil {
