@@ -1,3 +1,5 @@
+//lint:file-ignore ST1005 the error texts are the Python SDK's exact messages (spec §3.9), matched by tests and by users.
+
 package runstate
 
 import (

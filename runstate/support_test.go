@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -34,7 +33,6 @@ const (
 // next append or read, and can be given extra behaviour by a test.
 type fakeSession struct {
 	*memory.Session
-	mu      sync.Mutex
 	fault   appendFault
 	appends [][]session.Item
 	reads   int
