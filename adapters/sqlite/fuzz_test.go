@@ -1,0 +1,98 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"testing"
+
+	"github.com/agentsessions/sessions/conformance"
+	"github.com/agentsessions/sessions/session"
+)
+
+// FuzzStoredRecord stores arbitrary bytes as a session's message_data,
+// once as TEXT (as Python writes) and once as a BLOB (as only a foreign
+// writer could), between valid items, and checks the read path: Items,
+// LatestItems and PopItem must not panic, must return exactly the valid
+// records byte for byte, and must report every other one.
+func FuzzStoredRecord(f *testing.F) {
+	for _, seed := range []string{
+		`{}`, `{"type":"message","role":"user","content":"hi"}`, ` {"a":1} `,
+		``, ` `, `null`, `[]`, `"str"`, `1`, `{`, `{"a":}`, `{"a":1}{"b":2}`,
+		"{\"a\":\"\xff\"}", "{\"a\":1}\x00junk", "\x00", `{"dup":1,"dup":2}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	ctx := context.Background()
+	reports := &conformance.Collector{}
+	st, err := Open(ctx, ":memory:", Options{OnCorrupt: reports.Handler()})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { st.Close() })
+	var seq atomic.Int64
+	v0, v1 := session.MustItem(`{"v":0}`), session.MustItem(`{"v":1}`)
+
+	f.Fuzz(func(t *testing.T, data []byte) {
+		id := fmt.Sprintf("fuzz-%d", seq.Add(1))
+		s, err := st.Session(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		must := func(err error) {
+			t.Helper()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		must(s.AddItems(ctx, []session.Item{v0}))
+		must(insertRaw(ctx, st, id, data))
+		must(s.AddItems(ctx, []session.Item{v1}))
+		_, err = st.DB().ExecContext(ctx, `INSERT INTO agent_messages (session_id, message_data) VALUES (?, ?)`, id, data)
+		must(err)
+
+		_, verr := session.NewItem(data)
+		valid := verr == nil
+		want := []string{v0.String(), v1.String()}
+		corrupt := 2
+		if valid {
+			want = []string{v0.String(), string(data), v1.String(), string(data)}
+			corrupt = 0
+		}
+
+		got, err := s.Items(ctx)
+		must(err)
+		if g := texts(got); !slices.Equal(g, want) {
+			t.Fatalf("Items = %q, want %q", g, want)
+		}
+		if n := len(reports.Reports(id)); n != corrupt {
+			t.Fatalf("Items made %d corrupt reports, want %d", n, corrupt)
+		}
+		for _, r := range reports.Reports(id) {
+			if string(r.Raw) != string(data) {
+				t.Fatalf("report carries %q, want the stored %q", r.Raw, data)
+			}
+		}
+		for n := 0; n <= len(want)+1; n++ {
+			got, err := s.LatestItems(ctx, n)
+			must(err)
+			tail := want[max(0, len(want)-n):]
+			if g := texts(got); !slices.Equal(g, tail) {
+				t.Fatalf("LatestItems(%d) = %q, want %q", n, g, tail)
+			}
+		}
+		for i := len(want) - 1; i >= 0; i-- {
+			it, ok, err := s.PopItem(ctx)
+			must(err)
+			if !ok || it.String() != want[i] {
+				t.Fatalf("pop %d = %q, %v; want %q", i, it.String(), ok, want[i])
+			}
+		}
+		_, ok, err := s.PopItem(ctx)
+		must(err)
+		if ok {
+			t.Fatal("the session must be empty after popping every valid item")
+		}
+	})
+}
