@@ -379,6 +379,7 @@ func scOneOrderedWrite(x *sc) {
 	}
 	require.Len(x, settling, 1, "exactly one append carries the parked pair")
 	requireItems(x.C, items(cParked, oParked), settling[0], "call before output, in one ordered write")
+	x.history(s, items(uDo, cLookup, oLookup, cParked, oParked, mDone))
 }
 
 func scTripwire(x *sc) {

@@ -221,8 +221,10 @@ func (l *loop) start() error {
 }
 
 func (l *loop) resume() error {
-	if _, err := l.cp.Resume(l.ctx, l.s()); err != nil {
-		return err
+	if !misused("skip-entry-resume") {
+		if _, err := l.cp.Resume(l.ctx, l.s()); err != nil {
+			return err
+		}
 	}
 	if s := l.s(); s != nil && len(l.in.input) > 0 {
 		// Late input lands after the pending write settled.
@@ -443,7 +445,7 @@ func (l *loop) resolve() error {
 		resolved = append(resolved, out)
 		// The output committer folds each committed output into a standing
 		// held batch, so a later failure cannot lose the executed call.
-		if err := l.cp.ExtendHeld([]session.Item{out}); err != nil {
+		if err := l.fold([]session.Item{out}); err != nil {
 			return err
 		}
 	}
@@ -480,11 +482,10 @@ func (l *loop) resolve() error {
 	}
 	l.cp.SetStep(runstate.StepRunAgain)
 	if s != nil {
-		held := l.cp.TakeHeld()
-		if _, _, err := l.cp.SaveResumedTurn(l.ctx, s, runstate.ResumedTurn{Items: resolved, Held: held, Policy: a.policy, ResponseID: td.ResponseID, Store: a.store}); err != nil {
+		if err := l.exit(s, resolved, td.ResponseID); err != nil {
 			return err
 		}
-	} else if err := l.cp.ExtendHeld(resolved); err != nil {
+	} else if err := l.fold(resolved); err != nil {
 		// A detached exit folds the resolved items into the standing batch.
 		return err
 	}
@@ -493,6 +494,36 @@ func (l *loop) resolve() error {
 	}
 	return l.turns()
 }
+
+// exit settles the held batch with the resolved turn at a run-again exit.
+func (l *loop) exit(s session.Session, resolved []session.Item, responseID string) error {
+	a := l.in.agent
+	held := l.cp.TakeHeld()
+	switch {
+	case misused("drop-held"):
+		held = nil
+	case misused("unregistered-exit"):
+		_, err := l.cp.Save(l.ctx, s, runstate.SaveArgs{Input: held, NewItems: resolved, Policy: a.policy, ResponseID: responseID, Store: a.store})
+		return err
+	}
+	_, _, err := l.cp.SaveResumedTurn(l.ctx, s, runstate.ResumedTurn{Items: resolved, Held: held, Policy: a.policy, ResponseID: responseID, Store: a.store})
+	return err
+}
+
+// fold folds committed outputs into a standing held batch.
+func (l *loop) fold(items []session.Item) error {
+	if misused("no-fold") {
+		return nil
+	}
+	return l.cp.ExtendHeld(items)
+}
+
+// loopMisuse makes the loop misuse the runstate API on purpose, for the
+// package's self-test that proves the scenarios catch a wrong loop: ""
+// (none), "skip-entry-resume", "drop-held", "no-fold", "unregistered-exit".
+var loopMisuse string
+
+func misused(name string) bool { return loopMisuse == name }
 
 // finishResumed is a final output on the resumed turn (a stopping tool).
 func (l *loop) finishResumed(td turnData, resolved []session.Item, final string) error {
@@ -629,21 +660,6 @@ func call(id, name string) session.Item { return callItem(id, name, `{"query":"x
 // executed is the output the world's tool registry gives call id of name.
 func executed(id, name string) session.Item { return outputItem(id, name+":"+id) }
 
-func seq(parts ...any) []session.Item {
-	var out []session.Item
-	for _, p := range parts {
-		switch v := p.(type) {
-		case session.Item:
-			out = append(out, v)
-		case []session.Item:
-			out = append(out, v...)
-		default:
-			panic(fmt.Sprintf("seq: %T", p))
-		}
-	}
-	return out
-}
-
 // Modes.
 
 // scMode is how a scenario carries its checkpoint between steps.
@@ -776,8 +792,9 @@ func registerScenarios(list ...scenario) {
 	for _, s := range list {
 		for _, m := range []scMode{modeLive, modeJSON} {
 			s, m := s, m
-			register(clause{"runstate/" + s.name + "/" + string(m), GroupRunState, 0, func(c *C) {
-				s.run(&sc{C: c, mode: m})
+			name := "runstate/" + s.name + "/" + string(m)
+			register(clause{name, GroupRunState, 0, func(c *C) {
+				runScenarioClause(c, name, func(c *C) { s.run(&sc{C: c, mode: m}) })
 			}})
 		}
 	}
