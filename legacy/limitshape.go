@@ -63,8 +63,9 @@ func FromLimitSession[T any](s LimitSession[T], c Codec[T]) session.Session {
 //	PopItem(ctx)             PopItem(ctx)            (nil -> (Item{}, false, nil))
 //	Clear(ctx)               ClearSession(ctx)
 //
-// Every call first returns ctx.Err() for a done context and an error
-// wrapping session.ErrInvalidSessionID for an empty id, calling nothing.
+// Every call (after LatestItems' limit check and AddItems' batch
+// validation) returns ctx.Err() for a done context and an error wrapping
+// session.ErrInvalidSessionID for an empty id before calling anything.
 // An item of s that the codec cannot encode as a JSON object is skipped
 // and reported through opts.OnCorrupt, never silently: a read returns the
 // other items (a limit counts encodable items only) and a pop removes it

@@ -23,10 +23,10 @@ type PlainSession interface {
 }
 
 // FromPlain returns p as a session.Session. The calls map one to one
-// (Items to Items, PopItem to PopItem, ...); each first returns ctx.Err()
+// (Items to Items, PopItem to PopItem, ...). AddItems first validates the
+// whole batch (session.ValidateBatch); then every call returns ctx.Err()
 // for a done context and an error wrapping session.ErrInvalidSessionID for
-// an empty id, calling nothing, and AddItems validates the whole batch
-// (session.ValidateBatch) before calling p.
+// an empty id before calling p. An empty batch calls nothing.
 //
 // A call, once started, cannot be cancelled: p has no context to watch, so
 // a deadline or cancellation that arrives mid-call is noticed only by the
