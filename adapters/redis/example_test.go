@@ -1,0 +1,88 @@
+package redis_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentsessions/sessions/adapters/redis"
+	"github.com/agentsessions/sessions/internal/testservers"
+	"github.com/agentsessions/sessions/session"
+)
+
+// Example stores a conversation in Redis. It needs a server: set REDIS_URL
+// (redis://host:port/db, rediss://..., redis+cluster://h1:p1,h2:p2).
+// TestExample runs it against a test server and checks its output.
+func Example() {
+	ctx := context.Background()
+	url := os.Getenv("REDIS_URL")
+	if url == "" {
+		url = "redis://localhost:6379/0"
+	}
+	st, err := redis.Open(ctx, url, redis.Options{KeyPrefix: "example:session", TTL: time.Hour})
+	if err != nil {
+		fmt.Println("open:", err)
+		return
+	}
+	defer st.Close()
+
+	s, err := st.Session("user-123")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = s.Clear(ctx) // start the example afresh
+
+	turn := []session.Item{
+		session.MustItem(`{"role":"user","content":"What's the capital of France?"}`),
+		session.MustItem(`{"role":"assistant","content":"Paris."}`),
+	}
+	if err := session.Append(ctx, s, turn); err != nil { // one atomic batch, one round trip
+		fmt.Println(err)
+		return
+	}
+	latest, err := session.Latest(ctx, s, 1)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("latest:", latest[0])
+
+	left, ok, err := session.Pop(ctx, s)
+	fmt.Println("popped:", left, ok, err)
+
+	all, _ := session.All(ctx, s)
+	fmt.Println("items left:", len(all))
+	d, ok, _ := s.ExpiresIn(ctx)
+	fmt.Println("expires within the hour:", ok && d > 0 && d <= time.Hour)
+	fmt.Println("keys:", s.Keys())
+	_ = s.Clear(ctx)
+}
+
+// TestExample runs Example against a test server and checks what it
+// prints, as an "// Output:" comment would if a server were always there.
+func TestExample(t *testing.T) {
+	t.Setenv("REDIS_URL", testservers.Redis(t))
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	stdout := os.Stdout
+	os.Stdout = w
+	func() {
+		defer func() { os.Stdout = stdout }()
+		Example()
+	}()
+	require.NoError(t, w.Close())
+	out, err := io.ReadAll(r)
+	require.NoError(t, err)
+	require.Equal(t, `latest: {"role":"assistant","content":"Paris."}
+popped: {"role":"assistant","content":"Paris."} true <nil>
+items left: 1
+expires within the hour: true
+keys: [example:session:{user-123}:items example:session:{user-123}:meta]
+`, string(out))
+}
