@@ -185,16 +185,18 @@ func scCancelled(x *sc, kind faultKind) {
 }
 
 func scResultCopy(x *sc) {
+	// The result's checkpoint carries a deep copy of the record: changing
+	// one never changes the other.
 	w, s, _, out := x.approvedFailing(faultFailBeforeCommit)
 	snap := out.snapshot
 	require.NotSame(x, out.cp, snap)
-	orig := snap.Pending.Items[0]
+	item, before := snap.Pending.Items[0], snap.Pending.Before[0]
 	snap.Pending.Items[0] = outputItem(idCharge, "changed snapshot")
 	snap.Pending.Before[0] = "changed"
-	requireOrdinary(x, out.cp, items(oCharge), "the result's record is a deep copy")
+	requireOrdinary(x, out.cp, items(oCharge), "the live record is untouched")
 	require.NotEqual(x, "changed", out.cp.Pending.Before[0])
-	snap.Pending.Items[0] = orig
-	require.NoError(x, json.Unmarshal(mustJSON(x, out.cp.Pending.Before), &snap.Pending.Before))
+	snap.Pending.Items[0], snap.Pending.Before[0] = item, before
+	// Resuming from the result's checkpoint recovers.
 	res := x.step(w, runIn{agent: payAgent, s: s, cp: x.carry(snap)})
 	x.finished(res, "done")
 	requireRuns(x, w, map[string]int{idCharge: 1})
