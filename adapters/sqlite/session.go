@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"unsafe"
 
 	"github.com/agentsessions/sessions/session"
 )
@@ -279,24 +280,34 @@ type decoder struct {
 	items       []session.Item
 	corrupt     []session.CorruptRecord
 	lastID      int64
+	raw         sql.NullString // scan target, reused from row to row
 }
 
 func (d *decoder) scan(rows *sql.Rows) error {
-	var (
-		id  int64
-		raw []byte
-	)
-	if err := rows.Scan(&id, &raw); err != nil {
+	if err := rows.Scan(&d.lastID, &d.raw); err != nil {
 		return err
 	}
-	d.lastID = id
+	raw := ownedBytes(d.raw.String)
+	d.raw.String = ""
 	it, err := session.DecodeStored(raw)
 	if err != nil {
-		d.corrupt = append(d.corrupt, session.CorruptRecord{Position: "id=" + strconv.FormatInt(id, 10), Raw: raw, Err: err})
+		d.corrupt = append(d.corrupt, session.CorruptRecord{Position: "id=" + strconv.FormatInt(d.lastID, 10), Raw: raw, Err: err})
 		return nil
 	}
 	d.items = append(d.items, it)
 	return nil
+}
+
+// ownedBytes returns the bytes of s without copying them. s must be a
+// string nothing else refers to, as one scanned from a row is: the driver
+// (or database/sql, converting a BLOB) allocated it for this scan alone.
+// The bytes become an Item's, which no one may modify; sharing them saves
+// copying every item read.
+func ownedBytes(s string) []byte {
+	if s == "" {
+		return nil
+	}
+	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
 
 // report sends the corrupt rows to the Store's handler, oldest first.
