@@ -1,9 +1,11 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -206,4 +208,35 @@ func requireTexts(t testing.TB, want []string, got []session.Item, msgAndArgs ..
 		want = []string{}
 	}
 	require.Equal(t, want, texts, msgAndArgs...)
+}
+
+func TestOldIndexWarns(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	defer db.Close()
+	q := newQueries(Options{SessionsTable: DefaultSessionsTable, MessagesTable: DefaultMessagesTable})
+	for _, ddl := range []string{q.createSessions, q.createMessages,
+		`CREATE INDEX idx_agent_messages_session_id ON agent_messages (session_id, created_at)`} {
+		_, err := db.ExecContext(ctx, ddl)
+		require.NoError(t, err)
+	}
+	var logged bytes.Buffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logged, nil)))
+	defer slog.SetDefault(prev)
+	st, err := OpenDB(ctx, db, Options{})
+	require.NoError(t, err)
+	require.Contains(t, logged.String(), "columns=session_id,created_at")
+	s, err := st.Session("a")
+	require.NoError(t, err)
+	require.NoError(t, s.AddItems(ctx, numbered("a", 3)))
+	got, err := s.LatestItems(ctx, 2)
+	require.NoError(t, err)
+	require.Equal(t, texts(numbered("a", 3)[1:]), texts(got), "still correct")
+
+	logged.Reset()
+	openStore(t, filepath.Join(t.TempDir(), "new.db"), Options{})
+	require.Empty(t, logged.String(), "no warning for the current index")
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 )
@@ -106,6 +107,9 @@ func (st *Store) ensureSchema(ctx context.Context, skip bool) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: reading the schema: %w", err)
 	}
+	if index == 1 {
+		st.checkIndex(ctx)
+	}
 	if skip {
 		if tables != 2 {
 			return fmt.Errorf("%w: want tables %q and %q", ErrNoSchema, st.q.sessions, st.q.messages)
@@ -124,4 +128,18 @@ func (st *Store) ensureSchema(ctx context.Context, skip bool) error {
 		return nil
 	})
 	return err
+}
+
+// checkIndex warns when the index exists on other columns than (session_id,
+// id), as older SDK versions made it on (session_id, created_at): the
+// reads stay correct but sort the session's rows instead of walking the
+// index from the newest.
+func (st *Store) checkIndex(ctx context.Context) {
+	var cols string
+	err := st.db.QueryRowContext(ctx,
+		`SELECT group_concat(name, ',') FROM (SELECT name FROM pragma_index_info(?1) ORDER BY seqno)`, st.q.index).Scan(&cols)
+	if err == nil && cols != "session_id,id" {
+		slog.WarnContext(ctx, "sqlite: the session index is not on (session_id, id); reads of the newest items will sort the whole session",
+			"index", st.q.index, "columns", cols)
+	}
 }

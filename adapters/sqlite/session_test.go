@@ -359,3 +359,33 @@ func TestNegativeLimit(t *testing.T) {
 	_, err := f.session(t, "n").LatestItems(context.Background(), -1)
 	require.ErrorIs(t, err, session.ErrInvalidLimit)
 }
+
+// TestQueryPlans pins that every per-session statement goes through the
+// (session_id, id) index, in id order, without sorting: reads of the
+// newest items cost the same at any history length.
+func TestQueryPlans(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	for name, q := range map[string]string{
+		"items":  f.st.q.items,
+		"latest": f.st.q.latest,
+		"since":  f.st.q.since,
+		"pop":    f.st.q.pop,
+		"clear":  f.st.q.clearMessages,
+	} {
+		rows, err := f.st.DB().QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, "id", int64(10), int64(5))
+		require.NoError(t, err, name)
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
+			plan = append(plan, detail)
+		}
+		require.NoError(t, closeRows(rows))
+		joined := strings.Join(plan, "; ")
+		require.Regexp(t, `USING (COVERING )?INDEX idx_agent_messages_session_id \(session_id=\?`, joined, name)
+		require.NotContains(t, joined, "TEMP B-TREE", "%s: %s", name, joined)
+		t.Logf("%s: %s", name, joined)
+	}
+}
