@@ -174,3 +174,17 @@ func TestMainLineCompactionRecord(t *testing.T) {
 		assert.Nil(t, cp.Pending)
 	})
 }
+
+func TestCompactionRunContext(t *testing.T) {
+	// RunCompaction gets the raw run context (usage accounting); the
+	// deferral gets the gated one, absent for a session that does not accept
+	// it on its history calls.
+	s := newCompactor(t, "s1")
+	rctx := session.WithRunContext(ctx, "run-ctx")
+	cp := fresh(runstate.StepRunAgain)
+	_, err := cp.Save(rctx, s, runstate.SaveArgs{NewItems: items(call("c1"), output("c1")), ResponseID: "r1"})
+	require.NoError(t, err)
+	_, err = cp.Save(rctx, s, runstate.SaveArgs{NewItems: items(assistant("x")), ResponseID: "r2"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"defer:no", "run:yes"}, s.rc)
+}

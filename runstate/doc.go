@@ -57,4 +57,25 @@
 // All Session access goes through the session package's fallbacks, so a
 // session without LatestReader is read fully and cut locally, and a
 // RunContextAware session receives the run context on every call.
+//
+// # Driving it from an agent loop
+//
+// Items are Responses input items (session.Item); converting them means
+// applying the reasoning-id Policy and, for a Conversations-like session
+// (session.IDInsensitive), Sanitize. A loop calls, in order:
+//
+//	cp, err := runstate.Load(doc)          // or runstate.New()
+//	_, err = cp.Resume(ctx, s)             // before any model call or tool re-execution
+//	err = cp.CheckOutputGuardrailGate(g)   // when resuming an interruption with output guardrails
+//	cp.StartTurn()                         // at each new turn
+//	cp.Save(ctx, s, SaveArgs{...})         // each completed turn (Slice: true)
+//	cp.Park(s, withheld, ParkOptions{...}) // an approval interruption under the gate
+//	cp.ExtendHeld(resolved)                // a detached resume's resolved items
+//	cp.SaveResumedTurn(ctx, s, ResumedTurn{Items: resolved, Held: cp.TakeHeld(), ...})
+//	cp.DiscardHeldAfter(ctx, reason, exit) // completions that end the run
+//	doc, err = cp.MarshalJSON()
+//
+// Items that rode a checkpoint come back with sorted keys (the document is
+// written in Python's sort_keys layout); digests, and therefore recovery,
+// do not depend on key order.
 package runstate

@@ -148,7 +148,7 @@ func (cp *Checkpoint) withdrawFiltered(held, resolved []session.Item, policy *Po
 
 // TakeHeld frees the slot and returns the held batch (nil when no held
 // record stands). The caller hands the items to SaveResumedTurn in the same
-// exit, or drops them deliberately.
+// exit, with a session attached, or drops them deliberately.
 func (cp *Checkpoint) TakeHeld() []session.Item {
 	if !cp.HasHeld() {
 		return nil

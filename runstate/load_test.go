@@ -436,3 +436,28 @@ func TestCompletedRunCarriesNoRecord(t *testing.T) {
 	_, err = runstate.Load(b)
 	require.NoError(t, err)
 }
+
+func TestVariantTable(t *testing.T) {
+	rows := runstate.Variants()
+	byKey := map[string]runstate.Variant{}
+	for _, r := range rows {
+		byKey[r.Label+"/"+r.Name] = r
+	}
+	assert.Empty(t, byKey["1.17/ordinary"].Optional, "1.17 allows only the four base keys")
+	assert.Equal(t, []string{"held", "response_id", "store", "reasoning_item_id_policy"}, byKey["1.18/held"].Optional)
+	assert.Contains(t, byKey["1.18/compaction-metadata"].Optional, "append_acknowledged")
+	assert.Equal(t, []string{"pending_input"}, byKey["1.18/pending-input"].Optional)
+	assert.Contains(t, byKey["1.19/held"].Optional, "current_response")
+	rows[0].Optional = append(rows[0].Optional, "mutated")
+	assert.Empty(t, runstate.Variants()[0].Optional, "the table is returned as a copy")
+}
+
+func TestGoCreatedInterruptionStepRoundTrips(t *testing.T) {
+	cp := runstate.New()
+	cp.Step = runstate.Step{Kind: runstate.StepInterruption, PendingCallIDs: []string{"c2"}}
+	require.NoError(t, cp.Park(newFake(t, "s1"), items(call("c1"), call("c2")), runstate.ParkOptions{}))
+	back := roundTrip(t, cp)
+	assert.Equal(t, runstate.StepInterruption, back.Step.Kind)
+	assert.Equal(t, []string{"c2"}, back.Step.PendingCallIDs)
+	assert.True(t, back.HasHeld())
+}

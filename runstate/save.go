@@ -241,7 +241,8 @@ type ResumedTurn struct {
 // run-again or interruption or a held batch is settling. It sets and
 // returns cp.PersistedCount: the previous count plus the count the append
 // reports (settled held items included). With s nil, or nothing to save,
-// it changes nothing.
+// it changes nothing; a detached exit must therefore fold its items with
+// ExtendHeld rather than TakeHeld the batch.
 func (cp *Checkpoint) SaveResumedTurn(ctx context.Context, s session.Session, turn ResumedTurn) (int, SaveResult, error) {
 	prev := cp.PersistedCount
 	if s == nil || (len(turn.Items) == 0 && len(turn.Held) == 0) {

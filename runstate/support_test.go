@@ -155,9 +155,12 @@ type compactor struct {
 	log      []string
 	deferred string
 	failRun  error
+	rc       []string // "run:<seen>" / "defer:<seen>": whether the run context reached the call
 }
 
-func (c *compactor) RunCompaction(_ context.Context, args session.CompactionArgs) error {
+func (c *compactor) RunCompaction(ctx context.Context, args session.CompactionArgs) error {
+	_, seen := session.RunContext(ctx)
+	c.rc = append(c.rc, "run:"+map[bool]string{true: "yes", false: "no"}[seen])
 	c.log = append(c.log, "ran:"+args.ResponseID+":store="+boolStr(args.Store)+":force="+map[bool]string{true: "yes", false: "no"}[args.Force])
 	if c.failRun != nil {
 		return c.failRun
@@ -166,7 +169,9 @@ func (c *compactor) RunCompaction(_ context.Context, args session.CompactionArgs
 	return nil
 }
 
-func (c *compactor) DeferCompaction(_ context.Context, responseID string, store *bool) error {
+func (c *compactor) DeferCompaction(ctx context.Context, responseID string, store *bool) error {
+	_, seen := session.RunContext(ctx)
+	c.rc = append(c.rc, "defer:"+map[bool]string{true: "yes", false: "no"}[seen])
 	c.log = append(c.log, "deferred:"+responseID+":store="+boolStr(store))
 	c.deferred = responseID
 	return nil
