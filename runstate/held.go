@@ -105,10 +105,11 @@ func (cp *Checkpoint) park(s session.Session, items []session.Item, policy *Poli
 // ExtendHeld folds a detached resume's resolved items into the standing
 // held batch, converting them under the record's own policy (Python's
 // extend_held_session_write). It is a no-op when no held record stands.
-// The outputs folded are remembered for this turn (until StartTurn): if the
-// resolved items handed to SaveResumedTurn no longer carry one (a handoff
-// filter removed it), it is withdrawn from the batch and takes its call
-// with it.
+// The outputs folded are remembered for this turn (until StartTurn or the
+// next Resume): if the resolved items handed to SaveResumedTurn are not
+// empty and no longer carry one (a handoff filter removed it), it is
+// withdrawn from the batch and takes its call with it. An emptied turn, and
+// history carried from an earlier run, settle whole (pairs only).
 func (cp *Checkpoint) ExtendHeld(items []session.Item) error {
 	if !cp.HasHeld() {
 		return nil

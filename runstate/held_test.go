@@ -360,6 +360,33 @@ func TestHeldExitSettle(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, []string{"function_call:c1", "function_call:c2", "function_call_output:c2", "function_call_output:c1"}, types(s.all(t)))
 	})
+	t.Run("an emptied resolved turn settles the paired part", func(t *testing.T) {
+		s := newFake(t, "s1")
+		cp := parkedAndResolved(t, s, "c1")
+		handoff := session.MustItem(`{"type":"function_call","call_id":"h1","name":"transfer_to_b","arguments":"{}"}`)
+		require.NoError(t, cp.ExtendHeld(items(output("c1"), handoff)))
+		held := cp.TakeHeld()
+		cp.SetStep(runstate.StepRunAgain)
+		_, _, err := cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Held: held})
+		require.NoError(t, err)
+		assert.Equal(t, []string{"function_call:c1", "function_call_output:c1"}, types(s.all(t)), "the executed pair; the unpaired handoff call drops")
+		assert.Nil(t, cp.Pending)
+	})
+	t.Run("a live checkpoint's next run forgets earlier folds", func(t *testing.T) {
+		s := newFake(t, "s1")
+		cp := parkedAndResolved(t, s, "c1", "c2")
+		// Run 2 (partial approval): c1 ran, its output folded; c2 re-parks.
+		require.NoError(t, cp.ExtendHeld(items(output("c1"))))
+		cp.Step = runstate.Step{Kind: runstate.StepInterruption, PendingCallIDs: []string{"c2"}}
+		// Run 3 on the same live checkpoint: c2 approved and ran.
+		_, err := cp.Resume(ctx, s)
+		require.NoError(t, err)
+		held := cp.TakeHeld()
+		cp.SetStep(runstate.StepRunAgain)
+		_, _, err = cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: items(output("c2")), Held: held})
+		require.NoError(t, err)
+		assert.Equal(t, []string{"function_call:c1", "function_call:c2", "function_call_output:c1", "function_call_output:c2"}, types(s.all(t)))
+	})
 	t.Run("a new turn forgets what was folded", func(t *testing.T) {
 		s := newFake(t, "s1")
 		cp := parkedAndResolved(t, s, "c1", "c2")

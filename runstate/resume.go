@@ -25,9 +25,15 @@ import (
 //     otherwise settles now through Save with the parked response's id and
 //     store (ordinary registration, compaction bookkeeping).
 //
+// Resume also forgets which outputs were folded into the held batch by an
+// earlier run on this live checkpoint (see ExtendHeld).
+//
 // The returned SaveResult describes a held entry settle, or the compaction
 // a main-line compaction-metadata record replayed (zero otherwise).
 func (cp *Checkpoint) Resume(ctx context.Context, s session.Session) (SaveResult, error) {
+	// A resume is a new run: outputs an earlier run folded are carried
+	// history now, which no filter of this run may withdraw.
+	cp.folded = nil
 	if err := cp.CheckResumable(); err != nil {
 		return SaveResult{}, err
 	}

@@ -235,9 +235,9 @@ type ResumedTurn struct {
 // ahead of them in one ordered append (Python's save_resumed_turn_items):
 // a held batch the items already cover is dropped as redundant, otherwise
 // the pairing guard keeps only settle-safe held items (calls still pending
-// approval on cp.Step settle unpaired; a held output folded this turn that
-// the resolved items no longer carry is withdrawn, taking its call with
-// it); the save registers the ordinary pending write when the step is
+// approval on cp.Step settle unpaired; when the resolved items are not
+// empty, a held output folded this turn that they no longer carry is
+// withdrawn, taking its call with it); the save registers the ordinary pending write when the step is
 // run-again or interruption or a held batch is settling. It sets and
 // returns cp.PersistedCount: the previous count plus the count the append
 // reports (settled held items included). With s nil, or nothing to save,
@@ -254,7 +254,12 @@ func (cp *Checkpoint) SaveResumedTurn(ctx context.Context, s session.Session, tu
 		held = nil
 	}
 	if len(held) > 0 {
-		held = cp.withdrawFiltered(held, turn.Items, turn.Policy)
+		if len(turn.Items) > 0 {
+			// A filter that kept part of the turn has authority over the
+			// outputs folded this turn; an emptied turn does not withdraw
+			// the executed pairs (spec §5.1.7).
+			held = cp.withdrawFiltered(held, turn.Items, turn.Policy)
+		}
 		held = SafeToSettle(held, turn.Items, turn.Policy, cp.pendingIDs())
 	}
 	register := cp.Step.Kind == StepRunAgain || cp.Step.Kind == StepInterruption || settlingHeld

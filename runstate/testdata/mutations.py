@@ -38,6 +38,8 @@ muts=[
  ("held type is a real boolean (rule 5)", "validate.go", "\t\tif !isBool {\n\t\t\treturn nil, bad(RulePendingHeldType", "\t\tif false && !isBool {\n\t\t\treturn nil, bad(RulePendingHeldType"),
  ("unknown label refused", "checkpoint.go", "\tcase !isStr || !supported(label):", "\tcase !isStr:"),
  ("deferral gets the gated run context", "compaction.go", "d.DeferCompaction(session.ContextFor(ctx, s), responseID, store)", "d.DeferCompaction(ctx, responseID, store)"),
+ ("a resume forgets earlier runs' folds", "resume.go", "\tcp.folded = nil\n\tif err := cp.CheckResumable()", "\tif err := cp.CheckResumable()"),
+ ("an emptied turn does not withdraw folded outputs", "save.go", "\t\tif len(turn.Items) > 0 {\n\t\t\t// A filter", "\t\tif true {\n\t\t\t// A filter"),
  ("out-of-range float refused (fuzz finding)", "checkpoint.go", "\tif !json.Valid(py) {", "\tif false && !json.Valid(py) {"),
 ]
 only = sys.argv[1:] 
