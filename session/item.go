@@ -189,18 +189,19 @@ func eachField(raw []byte, fn func(key string, value json.RawMessage) bool) erro
 	return nil
 }
 
-// checkObject reports whether b is exactly one JSON object, allowing
-// surrounding whitespace.
+// checkObject reports whether b is exactly one JSON object in valid UTF-8,
+// allowing surrounding whitespace. The fast path validates in one pass; the
+// reason is worked out only for a rejection.
 func checkObject(b []byte) error {
-	if !json.Valid(b) {
+	if validObject(b) {
+		return nil
+	}
+	switch {
+	case !json.Valid(b):
 		return fmt.Errorf("%w: invalid JSON", ErrInvalidItem)
-	}
-	if !utf8.Valid(b) {
+	case !utf8.Valid(b):
 		return fmt.Errorf("%w: invalid UTF-8", ErrInvalidItem)
-	}
-	t := bytes.TrimLeft(b, " \t\r\n")
-	if len(t) == 0 || t[0] != '{' {
+	default:
 		return fmt.Errorf("%w: not an object", ErrInvalidItem)
 	}
-	return nil
 }
