@@ -4,7 +4,6 @@ import (
 	"context"
 	"regexp"
 	"slices"
-	"sort"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -81,39 +80,4 @@ func TestScenariosCatchLoopMisuse(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestKnownRunStateBugs runs the clauses of known runstate defects
-// strictly: each must still fail (the defect reproduces) or be removed from
-// knownRunStateBugs once runstate is fixed. A fixed defect is logged, not
-// failed, so a runstate fix never breaks this package's tests.
-func TestKnownRunStateBugs(t *testing.T) {
-	strictRunState = true
-	defer func() { strictRunState = false }()
-	names := make([]string, 0, len(knownRunStateBugs))
-	for name := range knownRunStateBugs {
-		names = append(names, regexp.QuoteMeta(name))
-	}
-	sort.Strings(names)
-	re := regexp.MustCompile(`^(` + joinAlt(names) + `)$`)
-	rep := Check(context.Background(), memoryHarness{memory.New(memory.Options{})}, Options{Run: re})
-	require.Len(t, rep.Clauses, len(knownRunStateBugs), "every known-bug clause exists")
-	for _, c := range rep.Clauses {
-		if c.Status == StatusFail {
-			t.Logf("%s still reproduces %s: %s", c.Name, knownRunStateBugs[c.Name], c.Message)
-		} else {
-			t.Logf("%s passes: the runstate defect is fixed, remove it from knownRunStateBugs", c.Name)
-		}
-	}
-}
-
-func joinAlt(parts []string) string {
-	out := ""
-	for i, p := range parts {
-		if i > 0 {
-			out += "|"
-		}
-		out += p
-	}
-	return out
 }
