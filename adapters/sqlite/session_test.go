@@ -389,3 +389,21 @@ func TestQueryPlans(t *testing.T) {
 		t.Logf("%s: %s", name, joined)
 	}
 }
+
+// TestRollbackWithoutTransaction covers a rollback after SQLite already
+// ended the transaction itself (as an interrupted write does): nothing is
+// discarded and the Store stays usable, in-memory ones included.
+func TestRollbackWithoutTransaction(t *testing.T) {
+	ctx := context.Background()
+	for _, path := range []string{filepath.Join(t.TempDir(), "r.db"), ":memory:"} {
+		st := openStore(t, path, Options{})
+		c, err := st.DB().Conn(ctx)
+		require.NoError(t, err)
+		st.rollback(ctx, c)
+		require.NoError(t, c.Close())
+		require.False(t, st.closed.Load(), path)
+		s, err := st.Session("r")
+		require.NoError(t, err)
+		require.NoError(t, s.AddItems(ctx, numbered("r", 1)), path)
+	}
+}

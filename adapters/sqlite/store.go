@@ -25,7 +25,8 @@ type Store struct {
 	// writers queues this Store's writes in process, so that they wait
 	// for each other in Go instead of polling SQLite's lock.
 	writers chan struct{}
-	closed  atomic.Bool
+	closed  atomic.Bool // calls fail with ErrClosed
+	closing atomic.Bool // Close was called
 }
 
 // Open opens (creating if needed) the SQLite database at path with the
@@ -109,7 +110,8 @@ func (st *Store) DB() *sql.DB { return st.db }
 // session.ErrClosed, and closes the database if Open opened it. Calls in
 // progress finish or fail. Close is idempotent.
 func (st *Store) Close() error {
-	if st.closed.Swap(true) || !st.owned {
+	st.closed.Store(true)
+	if st.closing.Swap(true) || !st.owned {
 		return nil
 	}
 	if err := st.db.Close(); err != nil {

@@ -113,8 +113,8 @@ func (st *Store) writeOnce(ctx context.Context, fn func(ctx context.Context, c *
 // rollback ends the transaction on c. If that fails while a transaction
 // may still be open, c is discarded from the pool so that no later call
 // inherits it, as Python evicts a connection that cannot roll back. An
-// in-memory database cannot lose its only connection: the Store closes
-// instead.
+// in-memory database cannot lose its only connection: the Store stops
+// taking calls instead (they fail with ErrClosed; Close still closes it).
 func (st *Store) rollback(ctx context.Context, c *sql.Conn) {
 	_, err := c.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
 	if err == nil || strings.Contains(err.Error(), "no transaction is active") {
