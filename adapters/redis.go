@@ -120,3 +120,13 @@ func (r *redisStore) ListSessions(ctx context.Context) ([]string, error) {
 	sort.Strings(ids)
 	return ids, nil
 }
+
+// AppendRaw pushes raw onto the session's item list, unvalidated (the
+// list is the first of the session's keys in either layout).
+func (r *redisStore) AppendRaw(ctx context.Context, id string, raw []byte) error {
+	s, err := r.st.Session(id)
+	if err != nil {
+		return err
+	}
+	return r.st.Client().RPush(ctx, s.Keys()[0], raw).Err()
+}
