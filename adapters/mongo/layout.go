@@ -1,0 +1,187 @@
+package mongo
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/agentsessions/sessions/session"
+)
+
+// Field names. The Python SDK's MongoDBSession uses the same ones; the
+// fields marked "ours" are extra, and the SDK ignores them.
+const (
+	fSessionID = "session_id" // both collections; unique on sessions
+	fCreatedAt = "created_at" // both collections
+	fUpdatedAt = "updated_at" // session documents
+
+	fSeq        = "_seq"        // session: the last sequence number reserved
+	fGeneration = "_generation" // session: the current generation
+
+	fBaseGeneration   = "_base_generation"   // session (ours): the generation a replace installed
+	fBaseSeq          = "_base_seq"          // session (ours): the seq of that replace's batch
+	fExpiresAt        = "expires_at"         // both (ours): session expiry / message purge time
+	fMessagesExpireAt = "messages_expire_at" // session (ours): a lower bound of its messages' expires_at
+
+	fMsgSeq        = "seq"          // message: the batch's last sequence number
+	fMsgGeneration = "generation"   // message: the generation it belongs to
+	fMessageData   = "message_data" // message: array of item JSON strings (legacy: one string)
+)
+
+// sessionDoc is the part of a session document the adapter reads.
+type sessionDoc struct {
+	Seq              int64      `bson:"_seq"`
+	Generation       int64      `bson:"_generation"`
+	BaseGeneration   *int64     `bson:"_base_generation,omitempty"`
+	BaseSeq          int64      `bson:"_base_seq"`
+	ExpiresAt        *time.Time `bson:"expires_at,omitempty"`
+	MessagesExpireAt *time.Time `bson:"messages_expire_at,omitempty"`
+}
+
+// sessionProjection names the fields of sessionDoc.
+var sessionProjection = bson.D{
+	{Key: "_id", Value: 0},
+	{Key: fSeq, Value: 1},
+	{Key: fGeneration, Value: 1},
+	{Key: fBaseGeneration, Value: 1},
+	{Key: fBaseSeq, Value: 1},
+	{Key: fExpiresAt, Value: 1},
+	{Key: fMessagesExpireAt, Value: 1},
+}
+
+// messageProjection names the fields of a message document the adapter
+// reads (leaving out session_id, which may be long, and the timestamps).
+var messageProjection = bson.D{
+	{Key: fMsgSeq, Value: 1},
+	{Key: fMsgGeneration, Value: 1},
+	{Key: fMessageData, Value: 1},
+}
+
+// expired reports whether the session document's expiry has passed. A
+// session document without expires_at never expires.
+func (d *sessionDoc) expired(now time.Time) bool {
+	return d.ExpiresAt != nil && !now.Before(*d.ExpiresAt)
+}
+
+// base returns the seq of the batch that installed the current generation
+// by a replace, if it did.
+func (d *sessionDoc) base() (int64, bool) {
+	if d.BaseGeneration != nil && *d.BaseGeneration == d.Generation {
+		return d.BaseSeq, true
+	}
+	return 0, false
+}
+
+// byID is the filter of everything about one session. The id is only ever
+// a value, never a key or an operator, so no id can reach another
+// session's documents.
+func byID(id string) bson.E { return bson.E{Key: fSessionID, Value: id} }
+
+// liveClause matches a session document that has not expired (or has no
+// expiry at all).
+func liveClause(now time.Time) bson.E {
+	return bson.E{Key: "$or", Value: bson.A{
+		bson.D{{Key: fExpiresAt, Value: bson.D{{Key: "$gt", Value: now}}}},
+		bson.D{{Key: fExpiresAt, Value: nil}},
+	}}
+}
+
+// generationIs matches documents of generation g in field: generation 0
+// also matches a missing or null field, as legacy documents have none.
+func generationIs(field string, g int64) bson.E {
+	if g == 0 {
+		return bson.E{Key: field, Value: bson.D{{Key: "$in", Value: bson.A{int64(0), nil}}}}
+	}
+	return bson.E{Key: field, Value: g}
+}
+
+// newGeneration returns a generation for a replace: random in
+// [2^40, 2^62), so that no other writer reaches it by counting up from the
+// current generation (a clear adds one) and a batch written under it stays
+// invisible unless the replace commits.
+func newGeneration(current int64) int64 {
+	for {
+		g := 1<<40 + rand.Int64N(1<<62-1<<40)
+		if g != current {
+			return g
+		}
+	}
+}
+
+// Encoded sizes of the parts of a batch document.
+const (
+	bsonDocOverhead = 4 + 1                                 // length and terminator
+	bsonInt64Elem   = 1 + 8                                 // type byte and value, plus the key
+	bsonDateElem    = 1 + 8                                 //
+	bsonOIDElem     = 1 + 12                                //
+	bsonStringValue = 4 + 1                                 // length and terminator, plus the bytes
+	bsonKeyOverhead = 1                                     // the key's terminator
+	bsonArrayElem   = 1 + bsonKeyOverhead + bsonDocOverhead // type byte, key terminator, array framing
+)
+
+// batchDocSize returns the exact encoded size of the batch document
+// buildBatchDoc makes, without building it.
+func batchDocSize(id string, items []session.Item, withExpiry bool) int {
+	n := bsonDocOverhead
+	n += bsonOIDElem + len("_id") + bsonKeyOverhead
+	n += 1 + len(fSessionID) + bsonKeyOverhead + bsonStringValue + len(id)
+	n += bsonInt64Elem + len(fMsgSeq) + bsonKeyOverhead
+	n += bsonInt64Elem + len(fMsgGeneration) + bsonKeyOverhead
+	n += bsonArrayElem + len(fMessageData)
+	for i, it := range items {
+		n += 1 + len(strconv.Itoa(i)) + bsonKeyOverhead + bsonStringValue + len(it.Bytes())
+	}
+	n += bsonDateElem + len(fCreatedAt) + bsonKeyOverhead
+	if withExpiry {
+		n += bsonDateElem + len(fExpiresAt) + bsonKeyOverhead
+	}
+	return n
+}
+
+// checkBatchSize refuses a batch whose document would exceed the limit.
+func (st *Store) checkBatchSize(id string, items []session.Item) error {
+	if size := batchDocSize(id, items, st.opts.TTL > 0); size > st.opts.MaxBatchBytes {
+		return fmt.Errorf("%w: %d items encode to a %d-byte document, over the %d-byte limit",
+			session.ErrBatchTooLarge, len(items), size, st.opts.MaxBatchBytes)
+	}
+	return nil
+}
+
+// batchDoc is one message document: a batch of items (possibly none, for a
+// marker) under one seq and generation.
+type batchDoc struct {
+	id      bson.ObjectID
+	session string
+	seq     int64
+	gen     int64
+	items   []session.Item
+	created time.Time
+	expires *time.Time // nil without a TTL
+}
+
+// marshal encodes the document in the layout's field order.
+func (b batchDoc) marshal() (bson.Raw, error) {
+	data := make(bson.A, len(b.items))
+	for i, it := range b.items {
+		data[i] = string(it.Bytes())
+	}
+	d := bson.D{
+		{Key: "_id", Value: b.id},
+		{Key: fSessionID, Value: b.session},
+		{Key: fMsgSeq, Value: b.seq},
+		{Key: fMsgGeneration, Value: b.gen},
+		{Key: fMessageData, Value: data},
+		{Key: fCreatedAt, Value: b.created},
+	}
+	if b.expires != nil {
+		d = append(d, bson.E{Key: fExpiresAt, Value: *b.expires})
+	}
+	raw, err := bson.Marshal(d)
+	if err != nil {
+		return nil, fmt.Errorf("mongo: encode a batch: %w", err)
+	}
+	return raw, nil
+}

@@ -1,0 +1,293 @@
+package mongo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	mongodrv "go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/agentsessions/sessions/session"
+)
+
+// Store is a MongoDB database holding sessions: a sessions collection and
+// a messages collection. Every Session handle of a Store shares its client.
+// A Store is safe for concurrent use.
+type Store struct {
+	client   *mongodrv.Client
+	owned    bool
+	opts     Options
+	sessions *mongodrv.Collection
+	messages *mongodrv.Collection
+	closed   atomic.Bool
+	est      estimator
+
+	idxMu   sync.Mutex
+	idxDone bool
+	ttlErr  error // why the TTL indexes could not be created, if they could not
+}
+
+// New returns a Store on client. The client stays the caller's: Close does
+// not disconnect it. Indexes are created on first use.
+func New(client *mongodrv.Client, opts Options) (*Store, error) {
+	if client == nil {
+		return nil, errors.New("mongo: nil client")
+	}
+	return newStore(client, false, opts)
+}
+
+// Open connects to the MongoDB deployment at uri (mongodb:// or
+// mongodb+srv://) and returns a Store on it. When opts.Database is empty,
+// the database is the one named in the URI's path, else DefaultDatabase.
+// The Store owns the client it made: Close disconnects it.
+func Open(ctx context.Context, uri string, opts Options) (*Store, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if opts.Database == "" {
+		db, err := databaseFromURI(uri)
+		if err != nil {
+			return nil, err
+		}
+		opts.Database = db
+	}
+	client, err := mongodrv.Connect(options.Client().ApplyURI(uri))
+	if err != nil {
+		return nil, fmt.Errorf("mongo: connect: %w", err)
+	}
+	st, err := newStore(client, true, opts)
+	if err != nil {
+		_ = client.Disconnect(ctx)
+		return nil, err
+	}
+	return st, nil
+}
+
+func newStore(client *mongodrv.Client, owned bool, opts Options) (*Store, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	db := client.Database(opts.Database)
+	co := options.Collection().SetWriteConcern(opts.WriteConcern)
+	return &Store{
+		client:   client,
+		owned:    owned,
+		opts:     opts,
+		sessions: db.Collection(opts.SessionsCollection, co),
+		messages: db.Collection(opts.MessagesCollection, co),
+	}, nil
+}
+
+// databaseFromURI returns the database named in a MongoDB URI's path, or
+// "" when there is none. It does not resolve mongodb+srv hosts.
+func databaseFromURI(uri string) (string, error) {
+	_, rest, ok := strings.Cut(uri, "://")
+	if !ok {
+		return "", fmt.Errorf("mongo: %q is not a mongodb:// or mongodb+srv:// URI", redact(uri))
+	}
+	_, path, ok := strings.Cut(rest, "/")
+	if !ok {
+		return "", nil
+	}
+	path, _, _ = strings.Cut(path, "?")
+	db, err := url.PathUnescape(path)
+	if err != nil {
+		return "", fmt.Errorf("mongo: database name in URI: %w", err)
+	}
+	return db, nil
+}
+
+// redact drops the user information of a URI, for error messages.
+func redact(uri string) string {
+	scheme, rest, ok := strings.Cut(uri, "://")
+	if !ok {
+		return "<uri>"
+	}
+	if at := strings.LastIndex(strings.SplitN(rest, "/", 2)[0], "@"); at >= 0 {
+		rest = rest[at+1:]
+	}
+	return scheme + "://" + rest
+}
+
+// Client returns the client the Store uses.
+func (st *Store) Client() *mongodrv.Client { return st.client }
+
+// Database returns the name of the Store's database.
+func (st *Store) Database() string { return st.opts.Database }
+
+// Session returns a handle on session id. It fails for the empty id and
+// after Close.
+func (st *Store) Session(id string) (*Session, error) {
+	if err := session.ValidateID(id); err != nil {
+		return nil, err
+	}
+	if st.closed.Load() {
+		return nil, session.ErrClosed
+	}
+	return &Session{st: st, id: id}, nil
+}
+
+// Close makes every handle of the Store return session.ErrClosed, and
+// disconnects the client if Open made it. An injected client is left
+// connected. Closing twice is a no-op.
+func (st *Store) Close(ctx context.Context) error {
+	if !st.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	if st.owned {
+		if err := st.client.Disconnect(ctx); err != nil {
+			return fmt.Errorf("mongo: disconnect: %w", err)
+		}
+	}
+	return nil
+}
+
+// now reads the Store's clock.
+func (st *Store) now() time.Time { return st.opts.Now() }
+
+// ensureIndexes creates the indexes once per Store. createIndexes is
+// idempotent on the server, so concurrent first calls only cost a
+// redundant round trip. A failure is returned and retried on the next
+// call, except for the TTL indexes, which are best effort: servers without
+// TTL indexes (FerretDB v1) still expire sessions through the expiry
+// filters.
+func (st *Store) ensureIndexes(ctx context.Context) error {
+	st.idxMu.Lock()
+	done := st.idxDone
+	st.idxMu.Unlock()
+	if done {
+		return nil
+	}
+	// One Store at a time per process: FerretDB v1 drops the connection
+	// when two createIndexes race on a new collection (across processes, a
+	// retry then finds the index made).
+	indexMu.Lock()
+	defer indexMu.Unlock()
+	if err := retryNetwork(ctx, func() error {
+		_, err := st.sessions.Indexes().CreateOne(ctx, mongodrv.IndexModel{
+			Keys:    bson.D{{Key: fSessionID, Value: 1}},
+			Options: options.Index().SetUnique(true),
+		})
+		return err
+	}); err != nil {
+		return fmt.Errorf("mongo: create the unique session_id index: %w", err)
+	}
+	// One index per command: FerretDB v1 drops the connection when a
+	// createIndexes naming several indexes finds them already there.
+	//
+	// {session_id, seq} serves latest-N over all generations and garbage
+	// collection by seq. It is unique, so that no two batches of a session
+	// ever share a seq even on a server whose updates are not atomic (see
+	// reserve); a non-unique one made by an older Python SDK stays as it is.
+	if err := retryNetwork(ctx, func() error {
+		_, err := st.messages.Indexes().CreateOne(ctx, mongodrv.IndexModel{
+			Keys:    bson.D{{Key: fSessionID, Value: 1}, {Key: fMsgSeq, Value: 1}},
+			Options: options.Index().SetUnique(true),
+		})
+		if isIndexConflict(err) {
+			return nil
+		}
+		return err
+	}); err != nil {
+		return fmt.Errorf("mongo: create the {session_id, seq} index: %w", err)
+	}
+	// {session_id, generation, seq} is the Python SDK's: reads and pops
+	// within one generation (ours pop too).
+	if err := retryNetwork(ctx, func() error {
+		_, err := st.messages.Indexes().CreateOne(ctx, mongodrv.IndexModel{
+			Keys: bson.D{{Key: fSessionID, Value: 1}, {Key: fMsgGeneration, Value: 1}, {Key: fMsgSeq, Value: 1}},
+		})
+		return err
+	}); err != nil {
+		return fmt.Errorf("mongo: create the {session_id, generation, seq} index: %w", err)
+	}
+	var ttlErr error
+	if st.opts.TTL > 0 {
+		ttlErr = st.createTTLIndexes(ctx)
+		if ttlErr != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			slog.DebugContext(ctx, "mongo: TTL indexes unavailable; expiry relies on the read filters",
+				"database", st.opts.Database, "error", ttlErr)
+		}
+	}
+	st.idxMu.Lock()
+	st.idxDone, st.ttlErr = true, ttlErr
+	st.idxMu.Unlock()
+	return nil
+}
+
+// isIndexConflict reports an index that exists with other options.
+func isIndexConflict(err error) bool {
+	var se mongodrv.ServerError
+	return errors.As(err, &se) && (se.HasErrorCode(85) || se.HasErrorCode(86))
+}
+
+// indexMu serialises index creation in the process.
+var indexMu sync.Mutex
+
+// retryNetwork runs f, again up to twice more after a network error
+// (createIndexes is idempotent).
+func retryNetwork(ctx context.Context, f func() error) error {
+	var err error
+	for attempt := range 3 {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration(attempt) * 50 * time.Millisecond):
+			}
+		}
+		if err = f(); err == nil || !mongodrv.IsNetworkError(err) {
+			return err
+		}
+	}
+	return err
+}
+
+// createTTLIndexes creates the TTL indexes: message documents go when
+// their expires_at passes, session documents a day after theirs (by then
+// every message document of an expired session is gone, so a session
+// document never disappears before its messages).
+func (st *Store) createTTLIndexes(ctx context.Context) error {
+	if _, err := st.messages.Indexes().CreateOne(ctx, mongodrv.IndexModel{
+		Keys:    bson.D{{Key: fExpiresAt, Value: 1}},
+		Options: options.Index().SetExpireAfterSeconds(0),
+	}); err != nil {
+		return err
+	}
+	_, err := st.sessions.Indexes().CreateOne(ctx, mongodrv.IndexModel{
+		Keys:    bson.D{{Key: fExpiresAt, Value: 1}},
+		Options: options.Index().SetExpireAfterSeconds(int32(sessionPurgeDelay / time.Second)),
+	})
+	return err
+}
+
+// sessionPurgeDelay is how long after its expiry a TTL index removes a
+// session document.
+const sessionPurgeDelay = 24 * time.Hour
+
+// TTLIndexError reports why the TTL indexes could not be created (nil when
+// they were, or when the Store has no TTL or has not been used yet).
+func (st *Store) TTLIndexError() error {
+	st.idxMu.Lock()
+	defer st.idxMu.Unlock()
+	return st.ttlErr
+}
+
+// cleanupContext returns a context for the steps that follow a committed
+// write (marker, garbage collection): they run to completion even if the
+// caller's context is cancelled, bounded by a timeout.
+func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+}

@@ -1,0 +1,209 @@
+package mongo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	mongodrv "go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/agentsessions/sessions/session"
+)
+
+// A transition moves a session to a new generation with one update of its
+// session document: that update is the commit, and it makes every message
+// document of older generations invisible at once. Clear, ReplaceItems and
+// the restart of an expired session are transitions. Each reserves one seq
+// in the same update and, after committing, writes a marker (an empty
+// message document) under that seq and the new generation, then deletes
+// the dead documents below it. The marker comes first so that a read
+// overlapping the deletion always sees a document newer than the session
+// document it read, and starts over (see read).
+
+// maxReplaceAttempts bounds the retries of a replace that loses its
+// conditional switch to a concurrent clear or replace.
+const maxReplaceAttempts = 5
+
+// Clear deletes every item of the session: it bumps the generation (one
+// round trip, the commit), then writes a marker and deletes the old
+// documents (two more, which run to completion even if ctx is cancelled
+// once the commit is made). Clearing a session that was never written
+// costs one round trip.
+func (s *Session) Clear(ctx context.Context) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	if err := s.st.ensureIndexes(ctx); err != nil {
+		return err
+	}
+	now := s.st.now()
+	set := bson.D{{Key: fUpdatedAt, Value: now}}
+	if s.st.opts.TTL > 0 {
+		set = append(set,
+			bson.E{Key: fExpiresAt, Value: now.Add(s.st.opts.TTL)},
+			bson.E{Key: fMessagesExpireAt, Value: s.st.messageExpiry(now)})
+	}
+	var sd sessionDoc
+	err := s.st.sessions.FindOneAndUpdate(ctx, bson.D{byID(s.id)},
+		bson.D{
+			{Key: "$inc", Value: bson.D{{Key: fGeneration, Value: int64(1)}, {Key: fSeq, Value: int64(1)}}},
+			{Key: "$set", Value: set},
+		},
+		options.FindOneAndUpdate().SetReturnDocument(options.After),
+	).Decode(&sd)
+	if errors.Is(err, mongodrv.ErrNoDocuments) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("mongo: clear: %w", err)
+	}
+	s.sweep(ctx, &sd, now)
+	return nil
+}
+
+// ReplaceItems atomically replaces the whole history with items. It
+// reserves a seq, writes the batch under a fresh random generation (still
+// invisible), and switches the session document to that generation only
+// if its generation is still the one the reservation saw; that switch is
+// the commit. A lost switch deletes the batch and starts over; after
+// maxReplaceAttempts losses it fails and changes nothing. Five round trips
+// when it wins at once (reserve, insert, switch, marker, garbage
+// collection). Replacing with no items is Clear.
+func (s *Session) ReplaceItems(ctx context.Context, items []session.Item) error {
+	if err := session.ValidateBatch(items); err != nil {
+		return err
+	}
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	if len(items) == 0 {
+		return s.Clear(ctx)
+	}
+	if err := s.st.checkBatchSize(s.id, items); err != nil {
+		return err
+	}
+	if err := s.st.ensureIndexes(ctx); err != nil {
+		return err
+	}
+	for range maxReplaceAttempts {
+		done, err := s.replaceOnce(ctx, items)
+		if err != nil || done {
+			if err != nil {
+				return fmt.Errorf("mongo: replace items: %w", err)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("mongo: replace items: lost %d races with concurrent clears or replaces", maxReplaceAttempts)
+}
+
+// replaceOnce makes one attempt; done is false when the switch was lost.
+func (s *Session) replaceOnce(ctx context.Context, items []session.Item) (done bool, err error) {
+	sd, now, err := s.reserve(ctx, int64(len(items)))
+	if err != nil {
+		return false, err
+	}
+	gen := newGeneration(sd.Generation)
+	baseID, err := s.insertDoc(ctx, sd.Seq, gen, items, now)
+	if err != nil {
+		return false, err
+	}
+	set := bson.D{
+		{Key: fGeneration, Value: gen},
+		{Key: fBaseGeneration, Value: gen},
+		{Key: fBaseSeq, Value: sd.Seq},
+		{Key: fUpdatedAt, Value: now},
+	}
+	if s.st.opts.TTL > 0 {
+		set = append(set,
+			bson.E{Key: fExpiresAt, Value: now.Add(s.st.opts.TTL)},
+			bson.E{Key: fMessagesExpireAt, Value: s.st.messageExpiry(now)})
+	}
+	var after sessionDoc
+	err = s.st.sessions.FindOneAndUpdate(ctx,
+		bson.D{byID(s.id), generationIs(fGeneration, sd.Generation)},
+		bson.D{
+			{Key: "$set", Value: set},
+			{Key: "$inc", Value: bson.D{{Key: fSeq, Value: int64(1)}}},
+		},
+		options.FindOneAndUpdate().SetReturnDocument(options.After),
+	).Decode(&after)
+	if err != nil {
+		// Lost (or unknown): the batch is under a generation no one else
+		// will install; delete it now, or the next transition's garbage
+		// collection will.
+		cctx, cancel := cleanupContext(ctx)
+		_, _ = s.st.messages.DeleteOne(cctx, bson.D{{Key: "_id", Value: baseID}, byID(s.id)})
+		cancel()
+		if errors.Is(err, mongodrv.ErrNoDocuments) {
+			return false, nil
+		}
+		return false, fmt.Errorf("switch the generation: %w", err)
+	}
+	s.sweep(ctx, &after, now)
+	return true, nil
+}
+
+// restart starts an expired session afresh: if its session document is
+// still expired, bump the generation, refresh (or, without a TTL, drop)
+// the expiry, then write the marker and delete the old documents. A
+// session that is no longer expired is left alone.
+func (s *Session) restart(ctx context.Context) error {
+	now := s.st.now()
+	update := bson.D{
+		{Key: "$inc", Value: bson.D{{Key: fGeneration, Value: int64(1)}, {Key: fSeq, Value: int64(1)}}},
+	}
+	if s.st.opts.TTL > 0 {
+		update = append(update, bson.E{Key: "$set", Value: bson.D{
+			{Key: fUpdatedAt, Value: now},
+			{Key: fExpiresAt, Value: now.Add(s.st.opts.TTL)},
+			{Key: fMessagesExpireAt, Value: s.st.messageExpiry(now)},
+		}})
+	} else {
+		update = append(update,
+			bson.E{Key: "$set", Value: bson.D{{Key: fUpdatedAt, Value: now}}},
+			bson.E{Key: "$unset", Value: bson.D{{Key: fExpiresAt, Value: ""}, {Key: fMessagesExpireAt, Value: ""}}})
+	}
+	var sd sessionDoc
+	err := s.st.sessions.FindOneAndUpdate(ctx,
+		bson.D{byID(s.id), {Key: fExpiresAt, Value: bson.D{{Key: "$lte", Value: now}}}},
+		update,
+		options.FindOneAndUpdate().SetReturnDocument(options.After),
+	).Decode(&sd)
+	if errors.Is(err, mongodrv.ErrNoDocuments) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("restart an expired session: %w", err)
+	}
+	s.sweep(ctx, &sd, now)
+	return nil
+}
+
+// sweep finishes a committed transition to sd's generation at seq sd.Seq:
+// it writes the marker, then deletes every document below it that is not
+// of the new generation (a replace's batch is). Both are best effort and
+// run to completion even if ctx is cancelled; a failure leaves dead
+// documents, which no read shows and the next transition deletes.
+func (s *Session) sweep(ctx context.Context, sd *sessionDoc, now time.Time) {
+	cctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	if err := s.insertBatch(cctx, sd.Seq, sd.Generation, nil, now); err != nil {
+		slog.WarnContext(ctx, "mongo: could not write a generation marker; old documents stay until the next clear",
+			"collection", s.st.opts.MessagesCollection, "error", err)
+		return
+	}
+	_, err := s.st.messages.DeleteMany(cctx, bson.D{
+		byID(s.id),
+		{Key: fMsgSeq, Value: bson.D{{Key: "$lt", Value: sd.Seq}}},
+		{Key: fMsgGeneration, Value: bson.D{{Key: "$ne", Value: sd.Generation}}},
+	})
+	if err != nil {
+		slog.WarnContext(ctx, "mongo: could not delete a cleared generation's documents; they stay until the next clear",
+			"collection", s.st.opts.MessagesCollection, "error", err)
+	}
+}

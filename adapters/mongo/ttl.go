@@ -1,0 +1,93 @@
+package mongo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	mongodrv "go.mongodb.org/mongo-driver/v2/mongo"
+)
+
+// Expiry has two layers:
+//
+//   - Logical, exact and the same on every server: the session document's
+//     expires_at. Reads treat a session whose expires_at has passed as
+//     empty, pops find nothing, and the next write restarts it under a new
+//     generation, so the whole history vanishes at once, never in parts.
+//   - Physical, where the server has TTL indexes: message documents carry
+//     an expires_at at least the session's (pushed forward by the writes
+//     that need it, at most once per slack/2 of activity), and session
+//     documents go a day after theirs: storage is reclaimed, and no message
+//     document is removed while its session is alive.
+
+// TTL returns the Store's time to live; 0 means sessions never expire.
+func (s *Session) TTL() time.Duration { return s.st.opts.TTL }
+
+// ExpiresIn returns how long until the session expires; ok is false when
+// it has no data or no expiry. One round trip.
+func (s *Session) ExpiresIn(ctx context.Context) (time.Duration, bool, error) {
+	if err := s.check(ctx); err != nil {
+		return 0, false, err
+	}
+	sd, err := s.loadSession(ctx)
+	if err != nil {
+		return 0, false, fmt.Errorf("mongo: expires in: %w", err)
+	}
+	now := s.st.now()
+	if sd == nil || sd.ExpiresAt == nil || sd.expired(now) {
+		return 0, false, nil
+	}
+	return sd.ExpiresAt.Sub(now), true, nil
+}
+
+// Touch restarts the session's expiry clock, if it has data that has not
+// expired. Without a TTL it does nothing. One round trip (two when the
+// message documents' purge time must move too).
+func (s *Session) Touch(ctx context.Context) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	if s.st.opts.TTL <= 0 {
+		return nil
+	}
+	sd, now, err := s.sessionForWrite(ctx)
+	if err != nil {
+		return fmt.Errorf("mongo: touch: %w", err)
+	}
+	if sd != nil {
+		s.afterWrite(ctx, sd, now)
+	}
+	return nil
+}
+
+// afterWrite keeps the message documents' purge time (their expires_at,
+// which a TTL index acts on) at least slack/2 beyond the session's new
+// expiry: when the session document's lower bound falls short, every
+// message document of the session is pushed forward, then the bound. Best
+// effort: reads never depend on it, only physical deletion does.
+func (s *Session) afterWrite(ctx context.Context, sd *sessionDoc, now time.Time) {
+	ttl := s.st.opts.TTL
+	if ttl <= 0 || sd == nil {
+		return
+	}
+	need := now.Add(ttl + s.st.opts.messageSlack()/2)
+	if sd.MessagesExpireAt != nil && !sd.MessagesExpireAt.Before(need) {
+		return
+	}
+	cctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	exp := s.st.messageExpiry(now)
+	if _, err := s.st.messages.UpdateMany(cctx, bson.D{byID(s.id)},
+		bson.D{{Key: "$max", Value: bson.D{{Key: fExpiresAt, Value: exp}}}}); err != nil {
+		slog.WarnContext(ctx, "mongo: could not push message documents' expiry forward", "error", err)
+		return
+	}
+	_, err := s.st.sessions.UpdateOne(cctx, bson.D{byID(s.id)},
+		bson.D{{Key: "$max", Value: bson.D{{Key: fMessagesExpireAt, Value: exp}}}})
+	if err != nil && !errors.Is(err, mongodrv.ErrNoDocuments) {
+		slog.WarnContext(ctx, "mongo: could not record message documents' expiry", "error", err)
+	}
+}
