@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -132,6 +133,9 @@ func (s *Session) read(ctx context.Context, n int) ([]session.Item, error) {
 // fetch reads the session document and the newest w message documents
 // (all when w == 0), concurrently unless sequential.
 func (s *Session) fetch(ctx context.Context, w int, sequential bool) (*sessionDoc, []messageDoc, error) {
+	if hook := takeBetweenReads(); hook != nil {
+		return s.fetchWithHook(ctx, w, hook)
+	}
 	if sequential {
 		sd, err := s.loadSession(ctx)
 		if err != nil || sd == nil {
@@ -158,6 +162,47 @@ func (s *Session) fetch(ctx context.Context, w int, sequential bool) (*sessionDo
 		return nil, nil, mErr
 	}
 	return r.sd, docs, nil
+}
+
+// betweenReads, when a test sets it, makes the next fetch read the session
+// document and the messages one after the other, in the order it says,
+// and run its hook in between: the worst moment for a concurrent writer.
+type betweenReads struct {
+	messagesFirst bool
+	hook          func()
+}
+
+var (
+	testBetweenReadsMu sync.Mutex
+	testBetweenReads   *betweenReads
+)
+
+// takeBetweenReads returns and clears the test hook.
+func takeBetweenReads() *betweenReads {
+	testBetweenReadsMu.Lock()
+	defer testBetweenReadsMu.Unlock()
+	b := testBetweenReads
+	testBetweenReads = nil
+	return b
+}
+
+func (s *Session) fetchWithHook(ctx context.Context, w int, b *betweenReads) (*sessionDoc, []messageDoc, error) {
+	if b.messagesFirst {
+		docs, err := s.loadMessages(ctx, w)
+		if err != nil {
+			return nil, nil, err
+		}
+		b.hook()
+		sd, err := s.loadSession(ctx)
+		return sd, docs, err
+	}
+	sd, err := s.loadSession(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	b.hook()
+	docs, err := s.loadMessages(ctx, w)
+	return sd, docs, err
 }
 
 // loadSession reads the session document; nil when there is none.

@@ -101,6 +101,10 @@ func (s *Session) ReplaceItems(ctx context.Context, items []session.Item) error 
 	return fmt.Errorf("mongo: replace items: lost %d races with concurrent clears or replaces", maxReplaceAttempts)
 }
 
+// testHookBeforeSwitch, when set by a test, runs between a replace's batch
+// insert and its switch, to lose the race on purpose.
+var testHookBeforeSwitch func(*Session)
+
 // replaceOnce makes one attempt; done is false when the switch was lost.
 func (s *Session) replaceOnce(ctx context.Context, items []session.Item) (done bool, err error) {
 	sd, now, err := s.reserve(ctx, int64(len(items)))
@@ -122,6 +126,9 @@ func (s *Session) replaceOnce(ctx context.Context, items []session.Item) (done b
 		set = append(set,
 			bson.E{Key: fExpiresAt, Value: now.Add(s.st.opts.TTL)},
 			bson.E{Key: fMessagesExpireAt, Value: s.st.messageExpiry(now)})
+	}
+	if testHookBeforeSwitch != nil {
+		testHookBeforeSwitch(s)
 	}
 	var after sessionDoc
 	err = s.st.sessions.FindOneAndUpdate(ctx,
