@@ -145,11 +145,13 @@ func BenchmarkAppend20(b *testing.B) {
 			ctx := context.Background()
 			st, raw := benchDB(b, memory)
 			batch := benchItems(20, 40)
-			s, err := st.Session("bench-adapter")
+			// Both append to one session, so that both write at the same
+			// end of the (session_id, id) index.
+			rawID := "bench"
+			s, err := st.Session(rawID)
 			require.NoError(b, err)
 			insert := st.q.insertSQL(len(batch))
 			upsert := st.q.upsertSession
-			rawID := "bench-raw"
 			args := make([]any, 0, len(batch)+1)
 			pair(b, func() {
 				// The same statements the adapter sends, hand-written.
