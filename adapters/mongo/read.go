@@ -121,6 +121,10 @@ func (s *Session) read(ctx context.Context, n int) ([]session.Item, error) {
 		for i := range bad {
 			s.st.opts.OnCorrupt.Report(ctx, bad[i])
 		}
+		s.noteSeq(sd.Seq)
+		if len(docs) > 0 && docs[0].hasSeq {
+			s.noteSeq(docs[0].seq)
+		}
 		if n > 0 {
 			s.st.est.observe(len(items)+len(bad), walked)
 		}
