@@ -283,6 +283,19 @@ func TestReplaceThatLosesItsSwitch(t *testing.T) {
 		require.Len(t, r.messageDocs("race"), 2, "the losing attempt's batch is gone")
 	})
 
+	t.Run("a switch cut short by cancellation changes nothing", func(t *testing.T) {
+		require.NoError(t, s.ReplaceItems(ctx, numbered("before", 2)))
+		cctx, cancel := context.WithCancel(ctx)
+		testHookBeforeSwitch = func(*Session) { cancel() }
+		defer func() { testHookBeforeSwitch = nil }()
+		err := s.ReplaceItems(cctx, numbered("cut", 2))
+		require.ErrorIs(t, err, context.Canceled)
+		got, err := s.Items(ctx)
+		require.NoError(t, err)
+		require.Equal(t, texts(numbered("before", 2)), texts(got))
+		require.Len(t, r.messageDocs("race"), 2, "the cut attempt's batch is gone (the replacement and its marker remain)")
+	})
+
 	t.Run("always losing fails and leaves no trace", func(t *testing.T) {
 		testHookBeforeSwitch = func(*Session) { require.NoError(t, other.Clear(ctx)) }
 		defer func() { testHookBeforeSwitch = nil }()

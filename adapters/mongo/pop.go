@@ -32,7 +32,7 @@ func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 		return session.Item{}, false, err
 	}
 	if err := s.st.ensureIndexes(ctx); err != nil {
-		return session.Item{}, false, err
+		return session.Item{}, false, fmt.Errorf("mongo: pop item: %w", err)
 	}
 	it, ok, err := s.pop(ctx)
 	if err != nil {

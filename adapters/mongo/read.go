@@ -60,9 +60,8 @@ func (s *Session) LatestItems(ctx context.Context, n int) ([]session.Item, error
 //     was reserved after S was read, under a later generation (or by a
 //     replace not yet committed): a clear or replace may have begun and
 //     its garbage collection may have removed part of G. Every transition
-//     writes such a document (a marker, or the replace's batch) before it
-//     deletes anything, so a read overlapping a collection always sees
-//     one. S is then read again: an unchanged generation means nothing
+//     writes such a document (its marker) before it deletes anything, so a
+//     read overlapping a collection always sees one. S is then read again: an unchanged generation means nothing
 //     happened (the document was an uncommitted replace's batch or a stale
 //     leftover) and M stands; a changed one starts the read over.
 //   - If G was installed by a replace, its batch (seq S._base_seq) was

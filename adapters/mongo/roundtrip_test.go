@@ -227,3 +227,24 @@ func TestRoundTripsTTL(t *testing.T) {
 		require.Len(t, log.take(), 2)
 	})
 }
+
+// TestAllocationsFollowTheResult: a latest-n read allocates in proportion
+// to the items it returns (its window), not to the history.
+func TestAllocationsFollowTheResult(t *testing.T) {
+	ctx := context.Background()
+	st := newTestStore(t, Options{})
+	s := mustSession(t, st, "allocs")
+	allocs := map[int]float64{}
+	for round := range 3 {
+		for b := range 50 {
+			require.NoError(t, s.AddItems(ctx, numbered(fmt.Sprint(round, "-", b), 20)))
+		}
+		allocs[round] = testing.AllocsPerRun(5, func() {
+			if _, err := s.LatestItems(ctx, 50); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	t.Logf("latest-50 allocations at 1k, 2k, 3k items: %v, %v, %v", allocs[0], allocs[1], allocs[2])
+	require.InDelta(t, allocs[0], allocs[2], allocs[0]*0.1, "tripling the history must not change a latest-50 read's allocations")
+}

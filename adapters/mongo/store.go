@@ -179,7 +179,7 @@ func (st *Store) ensureIndexes(ctx context.Context) error {
 		})
 		return err
 	}); err != nil {
-		return fmt.Errorf("mongo: create the unique session_id index: %w", err)
+		return fmt.Errorf("create the unique session_id index: %w", err)
 	}
 	// One index per command: FerretDB v1 drops the connection when a
 	// createIndexes naming several indexes finds them already there.
@@ -198,7 +198,7 @@ func (st *Store) ensureIndexes(ctx context.Context) error {
 		}
 		return err
 	}); err != nil {
-		return fmt.Errorf("mongo: create the {session_id, seq} index: %w", err)
+		return fmt.Errorf("create the {session_id, seq} index: %w", err)
 	}
 	// {session_id, generation, seq} is the Python SDK's: reads and pops
 	// within one generation (ours pop too).
@@ -208,7 +208,7 @@ func (st *Store) ensureIndexes(ctx context.Context) error {
 		})
 		return err
 	}); err != nil {
-		return fmt.Errorf("mongo: create the {session_id, generation, seq} index: %w", err)
+		return fmt.Errorf("create the {session_id, generation, seq} index: %w", err)
 	}
 	var ttlErr error
 	if st.opts.TTL > 0 {

@@ -38,7 +38,7 @@ func (s *Session) Clear(ctx context.Context) error {
 		return err
 	}
 	if err := s.st.ensureIndexes(ctx); err != nil {
-		return err
+		return fmt.Errorf("mongo: clear: %w", err)
 	}
 	now := s.st.now()
 	set := bson.D{{Key: fUpdatedAt, Value: now}}
@@ -87,7 +87,7 @@ func (s *Session) ReplaceItems(ctx context.Context, items []session.Item) error 
 		return err
 	}
 	if err := s.st.ensureIndexes(ctx); err != nil {
-		return err
+		return fmt.Errorf("mongo: replace items: %w", err)
 	}
 	for range maxReplaceAttempts {
 		done, err := s.replaceOnce(ctx, items)
@@ -139,10 +139,26 @@ func (s *Session) replaceOnce(ctx context.Context, items []session.Item) (done b
 		},
 		options.FindOneAndUpdate().SetReturnDocument(options.After),
 	).Decode(&after)
+	if err != nil && !errors.Is(err, mongodrv.ErrNoDocuments) {
+		// Unknown outcome (a network error, a cancelled context): the
+		// switch may have been applied. Look before deleting anything.
+		cctx, cancel := cleanupContext(ctx)
+		sd2, lerr := s.loadSession(cctx)
+		cancel()
+		if lerr == nil && sd2 != nil && sd2.Generation == gen {
+			// Committed. Its seq for a marker is unknown, so the old
+			// documents stay (invisible) for the next transition to delete.
+			return true, nil
+		}
+		if lerr != nil {
+			// Still unknown: leave the batch; if the switch was lost, the
+			// next transition's garbage collection deletes it.
+			return false, fmt.Errorf("switch the generation: %w", err)
+		}
+	}
 	if err != nil {
-		// Lost (or unknown): the batch is under a generation no one else
-		// will install; delete it now, or the next transition's garbage
-		// collection will.
+		// Lost: the batch is under a generation no one else will install;
+		// delete it now (else the next transition's collection will).
 		cctx, cancel := cleanupContext(ctx)
 		_, _ = s.st.messages.DeleteOne(cctx, bson.D{{Key: "_id", Value: baseID}, byID(s.id)})
 		cancel()

@@ -40,7 +40,7 @@ func (s *Session) AddItems(ctx context.Context, items []session.Item) error {
 		return err
 	}
 	if err := s.st.ensureIndexes(ctx); err != nil {
-		return err
+		return fmt.Errorf("mongo: add items: %w", err)
 	}
 	for attempt := 0; ; attempt++ {
 		sd, now, err := s.reserve(ctx, int64(len(items)))
