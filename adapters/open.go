@@ -50,7 +50,7 @@ type opener struct {
 	// passthrough, other parameters go to the backend, which validates them.
 	options     []string
 	passthrough bool
-	open    func(ctx context.Context, u *url.URL, q url.Values, o Options) (Store, error)
+	open        func(ctx context.Context, u *url.URL, q url.Values, o Options) (Store, error)
 }
 
 var openers = map[string]opener{}
