@@ -342,3 +342,36 @@ func TestHostileIDsStayValues(t *testing.T) {
 		require.Len(t, got, i+2, "clearing $where touched %q", id)
 	}
 }
+
+// TestExistingIndexesAndData: a database set up by an older Python release
+// (a plain {session_id, seq} index), or holding documents that share a
+// seq, still works.
+func TestExistingIndexesAndData(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T, st *Store)
+	}{
+		{"plain {session_id, seq} index", func(t *testing.T, st *Store) {
+			_, err := st.messages.Indexes().CreateOne(ctx, mongodrv.IndexModel{
+				Keys: bson.D{{Key: fSessionID, Value: 1}, {Key: fMsgSeq, Value: 1}}})
+			require.NoError(t, err)
+		}},
+		{"documents sharing a seq", func(t *testing.T, st *Store) {
+			r := rawOf(t, st)
+			r.insert(st.messages,
+				bson.D{{Key: fSessionID, Value: "x"}, {Key: fMsgSeq, Value: int64(1)}, {Key: fMessageData, Value: `{"a":1}`}},
+				bson.D{{Key: fSessionID, Value: "x"}, {Key: fMsgSeq, Value: int64(1)}, {Key: fMessageData, Value: `{"a":2}`}})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := newTestStore(t, Options{})
+			tc.setup(t, st)
+			s := mustSession(t, st, "existing")
+			require.NoError(t, s.AddItems(ctx, numbered("e", 2)))
+			got, err := s.Items(ctx)
+			require.NoError(t, err)
+			require.Len(t, got, 2)
+		})
+	}
+}

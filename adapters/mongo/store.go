@@ -189,14 +189,27 @@ func (st *Store) ensureIndexes(ctx context.Context) error {
 	// ever share a seq even on a server whose updates are not atomic (see
 	// reserve); a non-unique one made by an older Python SDK stays as it is.
 	if err := retryNetwork(ctx, func() error {
+		keys := bson.D{{Key: fSessionID, Value: 1}, {Key: fMsgSeq, Value: 1}}
 		_, err := st.messages.Indexes().CreateOne(ctx, mongodrv.IndexModel{
-			Keys:    bson.D{{Key: fSessionID, Value: 1}, {Key: fMsgSeq, Value: 1}},
+			Keys:    keys,
 			Options: options.Index().SetUnique(true),
 		})
-		if isIndexConflict(err) {
+		if err == nil || isIndexConflict(err) {
 			return nil
 		}
-		return err
+		var se mongodrv.ServerError
+		if !errors.As(err, &se) {
+			return err
+		}
+		// Most likely documents sharing a seq are already there (written
+		// by a server without atomic updates; MongoDB says DuplicateKey,
+		// FerretDB InternalError): make do with a plain index.
+		if _, perr := st.messages.Indexes().CreateOne(ctx, mongodrv.IndexModel{Keys: keys}); perr != nil {
+			return err
+		}
+		slog.WarnContext(ctx, "mongo: {session_id, seq} could not be made unique; a plain index serves",
+			"collection", st.opts.MessagesCollection, "error", err)
+		return nil
 	}); err != nil {
 		return fmt.Errorf("create the {session_id, seq} index: %w", err)
 	}
