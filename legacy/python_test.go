@@ -1,7 +1,6 @@
 package legacy_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -18,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentsessions/sessions/adapters/sqlite"
+	"github.com/agentsessions/sessions/internal/sharedfiles"
 	"github.com/agentsessions/sessions/runstate"
 	"github.com/agentsessions/sessions/session"
 )
@@ -37,32 +37,6 @@ var updatePythonGolden = flag.Bool("update-python-golden", false, "rewrite testd
 
 const pyDir = "testdata/python"
 
-// sharedDir returns the shared folder: ../shared from the repository root
-// (the directory whose go.mod declares this module).
-func sharedDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && modulePath(b) == "github.com/agentsessions/sessions" {
-			return filepath.Join(dir, "..", "shared")
-		}
-		parent := filepath.Dir(dir)
-		require.NotEqual(t, dir, parent, "repository root not found above the package directory")
-		dir = parent
-	}
-}
-
-func modulePath(gomod []byte) string {
-	sc := bufio.NewScanner(bytes.NewReader(gomod))
-	for sc.Scan() {
-		if f := strings.Fields(sc.Text()); len(f) == 2 && f[0] == "module" {
-			return f[1]
-		}
-	}
-	return ""
-}
-
 // readFixture reads a file; a missing fixture fails the test.
 func readFixture(t *testing.T, path string) []byte {
 	t.Helper()
@@ -73,7 +47,7 @@ func readFixture(t *testing.T, path string) []byte {
 
 func runstateFixture(t *testing.T, rel string) []byte {
 	t.Helper()
-	return readFixture(t, filepath.Join(sharedDir(t), "fixtures", "python-runstate", rel))
+	return readFixture(t, sharedfiles.Path(t, "fixtures", "python-runstate", rel))
 }
 
 // manifest is testdata/python/manifest.json, what make_fixtures.py saw.

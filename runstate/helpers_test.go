@@ -4,35 +4,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
+	"github.com/agentsessions/sessions/internal/sharedfiles"
 	"github.com/stretchr/testify/require"
 )
-
-// sharedDir returns /work/shared: the repository root (the directory whose
-// go.mod declares our module) plus "../shared".
-func sharedDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && strings.Contains(string(b), "module github.com/agentsessions/sessions\n") {
-			return filepath.Join(dir, "..", "shared")
-		}
-		parent := filepath.Dir(dir)
-		require.NotEqual(t, parent, dir, "repository root not found")
-		dir = parent
-	}
-}
 
 // fixture reads a file under shared/fixtures/python-runstate; a missing
 // fixture fails the test.
 func fixture(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(sharedDir(t), "fixtures", "python-runstate", name))
+	b, err := os.ReadFile(sharedfiles.Path(t, "fixtures", "python-runstate", name))
 	require.NoError(t, err, "fixture %s is missing", name)
 	return b
 }

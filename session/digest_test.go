@@ -2,33 +2,16 @@ package session_test
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentsessions/sessions/internal/sharedfiles"
 	"github.com/agentsessions/sessions/session"
 )
 
-// sharedDir returns the shared folder beside the repository root.
-func sharedDir(t *testing.T) string {
-	t.Helper()
-	dir, err := filepath.Abs(".")
-	require.NoError(t, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared")
-		}
-		parent := filepath.Dir(dir)
-		require.NotEqual(t, dir, parent, "repository root not found")
-		dir = parent
-	}
-}
-
 func TestDigestsMatchPythonGoldenVectors(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(sharedDir(t), "fixtures", "digests.json"))
-	require.NoError(t, err, "the golden vectors are required")
+	raw := sharedfiles.Read(t, "fixtures", "digests.json")
 	var doc struct {
 		Vectors []struct {
 			ItemJSON    string `json:"item_json"`

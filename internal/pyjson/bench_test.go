@@ -35,7 +35,7 @@ func benchConversation(n int) []byte {
 }
 
 func BenchmarkDumps(b *testing.B) {
-	digest := Options{SortKeys: true, EnsureASCII: true, DropTopLevel: sdkMetadataKeys}
+	digest := Options{SortKeys: true, EnsureASCII: true, DropTopLevel: []string{"_agents_tool_description", "_agents_tool_title"}}
 	cases := []struct {
 		name string
 		raw  []byte
