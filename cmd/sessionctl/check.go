@@ -25,6 +25,7 @@ func runCheck(ctx context.Context, e *env, args []string) error {
 	asJSON := fs.Bool("json", false, "print the reports as JSON")
 	only := fs.String("run", "", "run only clauses matching this regular expression")
 	nativeOnly := fs.Bool("native-only", false, "skip the second pass with capabilities hidden")
+	timeout := fs.Duration("timeout", 2*time.Minute, "time limit for each clause (slow servers need more)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -32,7 +33,10 @@ func runCheck(ctx context.Context, e *env, args []string) error {
 	if len(pos) > 1 {
 		return usagef("at most one store URL, got %d", len(pos))
 	}
-	opts := conformance.Options{IDPrefix: "sessionctl-check-"}
+	if *timeout <= 0 {
+		return usagef("-timeout must be positive")
+	}
+	opts := conformance.Options{IDPrefix: "sessionctl-check-", Timeout: *timeout}
 	if *only != "" {
 		re, err := regexp.Compile(*only)
 		if err != nil {
