@@ -32,7 +32,9 @@
 // Documents are ordered by seq, never by _id.
 //
 // _generation is the session's current generation; only the message
-// documents of that generation are its history. Indexes, created once per
+// documents of that generation are its history, and a session without a
+// session document has none (every writer, the Python SDK's included,
+// upserts it before inserting a batch). Indexes, created once per
 // Store: {session_id} unique on sessions; {session_id, seq} (unique) and the
 // Python SDK's {session_id, generation, seq} on messages.
 //
