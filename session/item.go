@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Item is one Responses-API input item: a JSON object, kept byte for byte as
@@ -77,6 +78,18 @@ func DecodeStored(b []byte) (Item, error) {
 		return Item{}, fmt.Errorf("%w: %v", ErrCorruptRecord, err)
 	}
 	return Item{raw: b}, nil
+}
+
+// DecodeStoredString is DecodeStored for a string a driver returned, without
+// copying it: the Item shares the string's bytes, which is safe because
+// neither strings nor Items are ever modified. Use it only on a string
+// allocated for this read (as drivers return them), never on one a caller
+// still holds a []byte view of.
+func DecodeStoredString(s string) (Item, error) {
+	if s == "" {
+		return DecodeStored(nil)
+	}
+	return DecodeStored(unsafe.Slice(unsafe.StringData(s), len(s)))
 }
 
 // Valid reports whether the item holds a JSON object.

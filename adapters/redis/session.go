@@ -123,7 +123,7 @@ func (s *Session) decode(raws []string, n int, pos func(int) string) ([]session.
 	k := n
 	var bad []session.CorruptRecord
 	for i := len(raws) - 1; i >= 0 && k > 0; i-- {
-		it, err := session.DecodeStored([]byte(raws[i]))
+		it, err := session.DecodeStoredString(raws[i])
 		if err != nil {
 			bad = append(bad, session.CorruptRecord{
 				SessionID: s.id, Position: pos(i), Raw: []byte(raws[i]), Err: err})
@@ -204,7 +204,7 @@ func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 		if !ok {
 			return session.Item{}, false, nil
 		}
-		it, err := session.DecodeStored([]byte(raw))
+		it, err := session.DecodeStoredString(raw)
 		if err == nil {
 			return it, true, nil
 		}

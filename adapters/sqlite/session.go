@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"unsafe"
 
 	"github.com/agentsessions/sessions/session"
 )
@@ -287,27 +286,15 @@ func (d *decoder) scan(rows *sql.Rows) error {
 	if err := rows.Scan(&d.lastID, &d.raw); err != nil {
 		return err
 	}
-	raw := ownedBytes(d.raw.String)
+	raw := d.raw.String
 	d.raw.String = ""
-	it, err := session.DecodeStored(raw)
+	it, err := session.DecodeStoredString(raw)
 	if err != nil {
-		d.corrupt = append(d.corrupt, session.CorruptRecord{Position: "id=" + strconv.FormatInt(d.lastID, 10), Raw: raw, Err: err})
+		d.corrupt = append(d.corrupt, session.CorruptRecord{Position: "id=" + strconv.FormatInt(d.lastID, 10), Raw: []byte(raw), Err: err})
 		return nil
 	}
 	d.items = append(d.items, it)
 	return nil
-}
-
-// ownedBytes returns the bytes of s without copying them. s must be a
-// string nothing else refers to, as one scanned from a row is: the driver
-// (or database/sql, converting a BLOB) allocated it for this scan alone.
-// The bytes become an Item's, which no one may modify; sharing them saves
-// copying every item read.
-func ownedBytes(s string) []byte {
-	if s == "" {
-		return nil
-	}
-	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
 
 // report sends the corrupt rows to the Store's handler, oldest first.
