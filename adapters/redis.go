@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -76,8 +77,8 @@ type redisStore struct {
 func (r *redisStore) ListSessions(ctx context.Context) ([]string, error) {
 	opts := r.st.Options()
 	prefix := opts.KeyPrefix
+	var mu sync.Mutex // ForEachMaster scans the primaries concurrently
 	seen := map[string]bool{}
-	var mu = make(chan struct{}, 1)
 	scan := func(ctx context.Context, c goredis.UniversalClient) error {
 		match := prefix + ":{*}:items"
 		if opts.Layout == redis.LayoutPython {
@@ -97,9 +98,9 @@ func (r *redisStore) ListSessions(ctx context.Context) ([]string, error) {
 				ok = ok && kind == redis.KeyItems
 			}
 			if ok {
-				mu <- struct{}{}
+				mu.Lock()
 				seen[id] = true
-				<-mu
+				mu.Unlock()
 			}
 		}
 		return it.Err()
