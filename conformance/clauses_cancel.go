@@ -9,11 +9,6 @@ import (
 	"github.com/agentsessions/sessions/session"
 )
 
-var (
-	errCanceled = context.Canceled
-	errDeadline = context.DeadlineExceeded
-)
-
 func init() {
 	register(clause{"cancel/before-call", GroupBase, 0, clauseCancelled})
 }
@@ -40,5 +35,4 @@ func clauseCancelled(c *C) {
 		check("ReplaceItems", r.ReplaceItems(ctx, Numbered("lost", 1)))
 	}
 	requireItems(c, Numbered("keep", 2), all(c, s), "cancelled calls wrote nothing")
-	_ = isCtxErr
 }

@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -192,9 +191,4 @@ func clausePeerVisibility(c *C) {
 	requireItems(c, Numbered("a", 1), all(c, s), "a pop through the peer is seen by the first handle")
 	require.NoError(c, p.Clear(c.Context()))
 	require.Empty(c, all(c, s))
-}
-
-// isCtxErr reports whether err is (or wraps) a context error.
-func isCtxErr(err error) bool {
-	return err != nil && (errors.Is(err, errCanceled) || errors.Is(err, errDeadline))
 }

@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"context"
 	"errors"
 
 	"github.com/stretchr/testify/require"
@@ -81,5 +80,3 @@ func clauseLimitMatches(c *C) {
 		requireItems(c, fallback, native, "n=%d", n)
 	}
 }
-
-var _ = context.Background
