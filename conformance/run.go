@@ -31,7 +31,7 @@ func (o Options) timeout() time.Duration {
 	return o.Timeout
 }
 
-func selected(opts Options, h Harness) []clause {
+func selected(opts Options) []clause {
 	var out []clause
 	for _, cl := range clauses() {
 		if opts.Run != nil && !opts.Run.MatchString(cl.name) {
@@ -90,7 +90,7 @@ func sameOutcomes(a, b *Report) []string {
 func runMode(t *testing.T, h Harness, opts Options) *Report {
 	t.Helper()
 	rep := newReport(h)
-	for _, cl := range selected(opts, h) {
+	for _, cl := range selected(opts) {
 		start := time.Now()
 		var res ClauseResult
 		t.Run(cl.name, func(t *testing.T) {
@@ -118,7 +118,7 @@ func runMode(t *testing.T, h Harness, opts Options) *Report {
 // clause, as t.FailNow does.
 func Check(ctx context.Context, h Harness, opts Options) *Report {
 	rep := newReport(h)
-	for _, cl := range selected(opts, h) {
+	for _, cl := range selected(opts) {
 		start := time.Now()
 		res := ClauseResult{Name: cl.name, Group: cl.group}
 		if cl.needs != 0 && !h.Declared().Has(cl.needs) {
