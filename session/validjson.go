@@ -22,35 +22,21 @@ func validObject(b []byte) bool {
 			return false
 		}
 		switch c := b[i]; {
-		case c == '{':
+		case c == '{' || c == '[':
 			if len(stack) == maxDepth {
 				return false
 			}
-			stack = append(stack, '{')
+			stack = append(stack, c)
 			i = skipSpace(b, i+1)
-			if i < len(b) && b[i] == '}' {
+			if i < len(b) && b[i] == c+2 { // '{'+2 == '}', '['+2 == ']'
 				i++
 				stack = stack[:len(stack)-1]
 				goto afterValue
 			}
-			if i = skipString(b, i); i < 0 {
-				return false
-			}
-			if i = skipSpace(b, i); i >= len(b) || b[i] != ':' {
-				return false
-			}
-			i = skipSpace(b, i+1)
-			continue
-		case c == '[':
-			if len(stack) == maxDepth {
-				return false
-			}
-			stack = append(stack, '[')
-			i = skipSpace(b, i+1)
-			if i < len(b) && b[i] == ']' {
-				i++
-				stack = stack[:len(stack)-1]
-				goto afterValue
+			if c == '{' {
+				if i = skipKey(b, i); i < 0 {
+					return false
+				}
 			}
 			continue
 		case c == '"':
@@ -93,23 +79,12 @@ func validObject(b []byte) bool {
 			case ',':
 				i = skipSpace(b, i+1)
 				if top == '{' {
-					if i = skipString(b, i); i < 0 {
+					if i = skipKey(b, i); i < 0 {
 						return false
 					}
-					if i = skipSpace(b, i); i >= len(b) || b[i] != ':' {
-						return false
-					}
-					i = skipSpace(b, i+1)
 				}
-			case '}':
-				if top != '{' {
-					return false
-				}
-				i++
-				stack = stack[:len(stack)-1]
-				continue
-			case ']':
-				if top != '[' {
+			case '}', ']':
+				if b[i] != top+2 {
 					return false
 				}
 				i++
@@ -121,6 +96,18 @@ func validObject(b []byte) bool {
 			break
 		}
 	}
+}
+
+// skipKey returns the index of the value after the member name and colon
+// starting at b[i], or -1.
+func skipKey(b []byte, i int) int {
+	if i = skipString(b, i); i < 0 {
+		return -1
+	}
+	if i = skipSpace(b, i); i >= len(b) || b[i] != ':' {
+		return -1
+	}
+	return skipSpace(b, i+1)
 }
 
 func skipSpace(b []byte, i int) int {
