@@ -26,14 +26,23 @@ import (
 // ARGV of the write scripts: ttl in milliseconds (0: none), the session id,
 // the timestamp unit ("ms" native, "s" Python), then the items.
 
-// appendSrc appends a batch and updates the metadata.
-const appendSrc = `
+// The write scripts are composed from these pieces, in this order: the
+// metadata first, so that a key of the wrong type aborts the script before
+// any item is touched (Redis does not roll back a script's earlier writes).
+const (
+	// stampSrc stamps the metadata hash with the server's clock.
+	stampSrc = `
+local n = #ARGV
 local t = redis.call('TIME')
 local now = t[1]
 if ARGV[3] == 'ms' then now = now .. string.format('%03d', math.floor(tonumber(t[2]) / 1000)) end
 redis.call('HSET', KEYS[2], 'session_id', ARGV[2], 'updated_at', now)
 redis.call('HSETNX', KEYS[2], 'created_at', now)
-local n = #ARGV
+`
+	// pushExpireSrc pushes ARGV[4:] in chunks (unpack of a huge list would
+	// overflow Lua's C stack), refreshes every key's expiry, and returns the
+	// number of items pushed.
+	pushExpireSrc = `
 for i = 4, n, 4000 do
   local j = i + 3999
   if j > n then j = n end
@@ -45,32 +54,21 @@ if ttl > 0 then
 end
 return n - 3
 `
+)
+
+// appendSrc appends a batch and updates the metadata.
+const appendSrc = stampSrc + pushExpireSrc
 
 // replaceSrc replaces the history atomically; with no items it deletes
 // every key of the session, as Clear does.
 const replaceSrc = `
-local n = #ARGV
-if n == 3 then
+if #ARGV == 3 then
   redis.call('DEL', unpack(KEYS))
   return 0
 end
-local t = redis.call('TIME')
-local now = t[1]
-if ARGV[3] == 'ms' then now = now .. string.format('%03d', math.floor(tonumber(t[2]) / 1000)) end
-redis.call('HSET', KEYS[2], 'session_id', ARGV[2], 'updated_at', now)
-redis.call('HSETNX', KEYS[2], 'created_at', now)
+` + stampSrc + `
 redis.call('DEL', KEYS[1])
-for i = 4, n, 4000 do
-  local j = i + 3999
-  if j > n then j = n end
-  redis.call('RPUSH', KEYS[1], unpack(ARGV, i, j))
-end
-local ttl = tonumber(ARGV[1])
-if ttl > 0 then
-  for _, k in ipairs(KEYS) do redis.call('PEXPIRE', k, ttl) end
-end
-return n - 3
-`
+` + pushExpireSrc
 
 // popSrc pops the newest record and refreshes the expiry of every key;
 // ARGV[1] is the ttl in milliseconds. It returns {record, remaining
