@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 // ErrInvalidDSN reports a store URL that cannot be opened as written.
@@ -41,7 +42,7 @@ type Raw interface {
 type Options struct {
 	// OnCorrupt receives reports of corrupt stored records; nil logs a
 	// warning with slog.
-	OnCorrupt session.CorruptHandler
+	OnCorrupt driver.CorruptHandler
 }
 
 // opener opens one scheme's stores.

@@ -47,7 +47,7 @@ func clauseCorrupt(c *C) {
 	for n := 1; n <= 5; n++ {
 		got, err := session.Latest(c.Context(), s, n)
 		require.NoError(c, err)
-		requireItems(c, session.Tail(v, n), got, "latest %d counts valid items only", n)
+		requireItems(c, v[max(len(v)-n, 0):], got, "latest %d counts valid items only", n)
 	}
 	it, ok, err := s.PopItem(c.Context())
 	require.NoError(c, err)

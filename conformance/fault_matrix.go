@@ -13,7 +13,7 @@ import (
 // The fault matrix: every injectable fault at every session call of a
 // settle (the tail read that computes before, the append) and of its
 // recovery at the next resume (the recovery tail read, the recovery
-// append), for the ordinary pending write (spec §5.2 items 1, 2, 3, 5, 9)
+// append), for the ordinary pending write (semantics §5.2 items 1, 2, 3, 5, 9)
 // and the held batch settling at a resume exit (§5.1 item 18) or at resume
 // entry (§5.1 item 12). Each cell asserts that after the fault and one or
 // more clean resumes the history is exactly right (every call before its

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 // Harness gives the suite access to one store under test.
@@ -29,7 +30,7 @@ type RawWriter interface {
 	AppendRaw(ctx context.Context, id string, raw []byte) error
 	// CorruptReports returns the reports the adapter made so far about
 	// corrupt records of session id.
-	CorruptReports(id string) []session.CorruptRecord
+	CorruptReports(id string) []driver.CorruptRecord
 }
 
 // TTLHarness is implemented by harnesses of stores with the TTL capability.
@@ -49,7 +50,7 @@ type TTLHarness interface {
 // from parts.
 type Raw struct {
 	Append  func(ctx context.Context, id string, raw []byte) error
-	Reports func(id string) []session.CorruptRecord
+	Reports func(id string) []driver.CorruptRecord
 }
 
 // AppendRaw calls r.Append.
@@ -58,4 +59,4 @@ func (r Raw) AppendRaw(ctx context.Context, id string, raw []byte) error {
 }
 
 // CorruptReports calls r.Reports.
-func (r Raw) CorruptReports(id string) []session.CorruptRecord { return r.Reports(id) }
+func (r Raw) CorruptReports(id string) []driver.CorruptRecord { return r.Reports(id) }

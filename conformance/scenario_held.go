@@ -10,7 +10,7 @@ import (
 	"github.com/agentsessions/sessions/session"
 )
 
-// The held-write scenarios: spec §5.1 (tests/test_deferred_interrupted_session_write.py).
+// The held-write scenarios: semantics §5.1 (tests/test_deferred_interrupted_session_write.py).
 
 func init() {
 	registerScenarios(

@@ -12,7 +12,7 @@ import (
 	"github.com/agentsessions/sessions/session"
 )
 
-// The ordinary pending-write scenarios: spec §5.2 items 1 to 9
+// The ordinary pending-write scenarios: semantics §5.2 items 1 to 9
 // (tests/test_run_impl_resume_paths.py).
 
 func init() {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentsessions/sessions/history"
 	"github.com/agentsessions/sessions/runstate"
 	"github.com/agentsessions/sessions/session"
 )
@@ -711,14 +712,14 @@ func assertPaired(t require.TestingT, items []session.Item) {
 	if h, ok := t.(interface{ Helper() }); ok {
 		h.Helper()
 	}
-	calls := map[session.PairKey]int{}
-	outputs := map[session.PairKey]int{}
+	calls := map[history.PairKey]int{}
+	outputs := map[history.PairKey]int{}
 	for i, it := range items {
-		if k, ok := session.CallKey(it); ok {
+		if k, ok := history.CallKey(it); ok {
 			calls[k]++
 			require.Equal(t, 1, calls[k], "call %v appears twice (item %d)", k, i)
 		}
-		if k, ok := session.AnsweredKey(it); ok {
+		if k, ok := history.AnsweredKey(it); ok {
 			require.Positive(t, calls[k], "output %d (%s) has no earlier call %v", i, it, k)
 			outputs[k]++
 			require.Equal(t, 1, outputs[k], "output for %v appears twice (item %d)", k, i)

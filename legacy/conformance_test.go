@@ -12,6 +12,7 @@ import (
 	"github.com/agentsessions/sessions/conformance"
 	"github.com/agentsessions/sessions/legacy"
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 // limitRefHarness: FromLimitSession over the in-package reference
@@ -38,7 +39,7 @@ func (h *limitRefHarness) AppendRaw(_ context.Context, id string, raw []byte) er
 	h.store.appendRaw(id, raw)
 	return nil
 }
-func (h *limitRefHarness) CorruptReports(id string) []session.CorruptRecord {
+func (h *limitRefHarness) CorruptReports(id string) []driver.CorruptRecord {
 	return h.corrupt.Reports(id)
 }
 
@@ -84,7 +85,7 @@ func (h *plainRefHarness) AppendRaw(_ context.Context, id string, raw []byte) er
 	h.store.appendRaw(id, raw)
 	return nil
 }
-func (h *plainRefHarness) CorruptReports(id string) []session.CorruptRecord {
+func (h *plainRefHarness) CorruptReports(id string) []driver.CorruptRecord {
 	return h.corrupt.Reports(id)
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentsessions/sessions/legacy"
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 // FuzzJSONCodecRaw: bytes a foreign session hands over as a
@@ -66,7 +67,7 @@ func FuzzFromLimitSession(f *testing.F) {
 		}
 		reports := 0
 		s := legacy.FromLimitSessionWith[json.RawMessage](st.session("s"), legacy.LimitOptions[json.RawMessage]{
-			OnCorrupt: func(context.Context, session.CorruptRecord) { reports++ },
+			OnCorrupt: func(context.Context, driver.CorruptRecord) { reports++ },
 		})
 		all, err := s.Items(ctx)
 		if err != nil {
@@ -82,7 +83,7 @@ func FuzzFromLimitSession(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, w := texts(latest), texts(session.Tail(all, min(int(n), len(all)))); !equalStrings(got, w) {
+		if got, w := texts(latest), texts(all[len(all)-min(int(n), len(all)):]); !equalStrings(got, w) {
 			t.Fatalf("LatestItems(%d) = %q, want %q", n, got, w)
 		}
 		it, ok, err := s.PopItem(ctx)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 // LimitSession is the session shape of github.com/nlpodyssey/openai-agents-go's
@@ -40,7 +41,7 @@ type LimitOptions[T any] struct {
 	// OnCorrupt receives a report for every item of the wrapped session
 	// that the codec cannot turn into a JSON object (its Position is
 	// "GetItems index <i>" or "PopItem"); nil logs a slog warning.
-	OnCorrupt session.CorruptHandler
+	OnCorrupt driver.CorruptHandler
 }
 
 // FromLimitSession returns s as a session.Session, converting items with c
@@ -84,7 +85,7 @@ func FromLimitSessionWith[T any](s LimitSession[T], opts LimitOptions[T]) sessio
 type fromLimit[T any] struct {
 	s         LimitSession[T]
 	c         Codec[T]
-	onCorrupt session.CorruptHandler
+	onCorrupt driver.CorruptHandler
 }
 
 var _ session.LatestReader = (*fromLimit[session.Item])(nil)
@@ -96,7 +97,7 @@ func (a *fromLimit[T]) ready(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return session.ValidateID(a.SessionID())
+	return driver.ValidateID(a.SessionID())
 }
 
 func (a *fromLimit[T]) report(ctx context.Context, pos string, v T, err error) {
@@ -104,7 +105,7 @@ func (a *fromLimit[T]) report(ctx context.Context, pos string, v T, err error) {
 	if b, merr := jsonBytes(v); merr == nil {
 		raw = b
 	}
-	a.onCorrupt.Report(ctx, session.CorruptRecord{SessionID: a.SessionID(), Position: pos, Raw: raw, Err: err})
+	a.onCorrupt.Report(ctx, driver.CorruptRecord{SessionID: a.SessionID(), Position: pos, Raw: raw, Err: err})
 }
 
 func (a *fromLimit[T]) reportAll(ctx context.Context, bad []rejected[T]) {
@@ -145,7 +146,7 @@ func (a *fromLimit[T]) LatestItems(ctx context.Context, n int) ([]session.Item, 
 }
 
 func (a *fromLimit[T]) AddItems(ctx context.Context, items []session.Item) error {
-	if err := session.ValidateBatch(items); err != nil {
+	if err := driver.ValidateBatch(items); err != nil {
 		return err
 	}
 	if err := a.ready(ctx); err != nil {
@@ -221,13 +222,13 @@ func ToLimitSessionWith[T any](s session.Session, opts LimitOptions[T]) LimitSes
 type toLimit[T any] struct {
 	s         session.Session
 	c         Codec[T]
-	onCorrupt session.CorruptHandler
+	onCorrupt driver.CorruptHandler
 }
 
 func (a *toLimit[T]) SessionID(context.Context) string { return a.s.SessionID() }
 
 func (a *toLimit[T]) report(ctx context.Context, pos string, it session.Item, err error) {
-	a.onCorrupt.Report(ctx, session.CorruptRecord{SessionID: a.s.SessionID(), Position: pos, Raw: it.Bytes(), Err: err})
+	a.onCorrupt.Report(ctx, driver.CorruptRecord{SessionID: a.s.SessionID(), Position: pos, Raw: it.Bytes(), Err: err})
 }
 
 func (a *toLimit[T]) GetItems(ctx context.Context, limit int) ([]T, error) {

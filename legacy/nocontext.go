@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 // PlainSession is a session written without context.Context parameters:
@@ -24,7 +25,7 @@ type PlainSession interface {
 
 // FromPlain returns p as a session.Session. The calls map one to one
 // (Items to Items, PopItem to PopItem, ...). AddItems first validates the
-// whole batch (session.ValidateBatch); then every call returns ctx.Err()
+// whole batch (driver.ValidateBatch); then every call returns ctx.Err()
 // for a done context and an error wrapping session.ErrInvalidSessionID for
 // an empty id before calling p. An empty batch calls nothing.
 //
@@ -48,7 +49,7 @@ func (a fromPlain) ready(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return session.ValidateID(a.p.SessionID())
+	return driver.ValidateID(a.p.SessionID())
 }
 
 func (a fromPlain) Items(ctx context.Context) ([]session.Item, error) {
@@ -59,7 +60,7 @@ func (a fromPlain) Items(ctx context.Context) ([]session.Item, error) {
 }
 
 func (a fromPlain) AddItems(ctx context.Context, items []session.Item) error {
-	if err := session.ValidateBatch(items); err != nil {
+	if err := driver.ValidateBatch(items); err != nil {
 		return err
 	}
 	if err := a.ready(ctx); err != nil {

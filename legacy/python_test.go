@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentsessions/sessions/adapters/sqlite"
-	"github.com/agentsessions/sessions/internal/sharedfiles"
+	"github.com/agentsessions/sessions/history"
 	"github.com/agentsessions/sessions/runstate"
 	"github.com/agentsessions/sessions/session"
 )
@@ -47,7 +47,7 @@ func readFixture(t *testing.T, path string) []byte {
 
 func runstateFixture(t *testing.T, rel string) []byte {
 	t.Helper()
-	return readFixture(t, sharedfiles.Path(t, "fixtures", "python-runstate", rel))
+	return readFixture(t, filepath.Join("testdata", "python-runstate", rel))
 }
 
 // manifest is testdata/python/manifest.json, what make_fixtures.py saw.
@@ -174,7 +174,7 @@ func mustMarshal(t *testing.T, v any) json.RawMessage {
 }
 
 // checkPythonKeyRules re-checks, independently of runstate's key table, the
-// rules of spec §3.2 that a written pending_session_write must meet for
+// rules of semantics §3.2 that a written pending_session_write must meet for
 // the Python loader of the PR #4828 line: the exact key set (the four base
 // keys, plus held/response_id/store/reasoning_item_id_policy on a held
 // record only), held a real bool, held => before null, before null or a
@@ -360,7 +360,7 @@ func TestPython117OrdinarySettles(t *testing.T) {
 			// Go digests Python's rows exactly as Python did.
 			items, err := s.Items(ctx)
 			require.NoError(t, err)
-			ds, err := session.Digests(items[:2], false)
+			ds, err := history.Digests(items[:2], false)
 			require.NoError(t, err)
 			assert.Equal(t, m.Before117, ds, "Go's digests of the Python-written tail match Python's")
 			if cp.Pending.Before != nil {
@@ -524,7 +524,7 @@ func TestPythonStores(t *testing.T) {
 		"call_117":   m.Rows["python_sessions.db"]["session-117"][1],
 		"output_117": m.Rows["python_sessions_committed.db"]["session-117"][2],
 	} {
-		d, err := session.Digest(item(raw), false)
+		d, err := history.Digest(item(raw), false)
 		require.NoError(t, err)
 		assert.Equal(t, m.Digests[name], d, name)
 	}

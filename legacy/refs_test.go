@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentsessions/sessions/legacy"
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 // limitStore is a reference implementation of the nlpodyssey session shape
@@ -91,10 +92,10 @@ func (s *limitSession) ClearSession(context.Context) error {
 type plainStore struct {
 	mu        sync.Mutex
 	data      map[string][][]byte
-	onCorrupt session.CorruptHandler
+	onCorrupt driver.CorruptHandler
 }
 
-func newPlainStore(onCorrupt session.CorruptHandler) *plainStore {
+func newPlainStore(onCorrupt driver.CorruptHandler) *plainStore {
 	return &plainStore{data: map[string][][]byte{}, onCorrupt: onCorrupt}
 }
 
@@ -116,7 +117,7 @@ var _ legacy.PlainSession = (*plainSession)(nil)
 func (s *plainSession) SessionID() string { return s.id }
 
 func (s *plainSession) report(pos int, raw []byte, err error) {
-	s.st.onCorrupt.Report(context.Background(), session.CorruptRecord{
+	s.st.onCorrupt.Report(context.Background(), driver.CorruptRecord{
 		SessionID: s.id, Position: "index " + strconv.Itoa(pos), Raw: raw, Err: err})
 }
 
@@ -126,7 +127,7 @@ func (s *plainSession) Items() ([]session.Item, error) {
 	s.st.mu.Unlock()
 	out := []session.Item{}
 	for i, r := range recs {
-		it, err := session.DecodeStored(bytes.Clone(r))
+		it, err := driver.DecodeStored(bytes.Clone(r))
 		if err != nil {
 			s.report(i, r, err)
 			continue
@@ -137,7 +138,7 @@ func (s *plainSession) Items() ([]session.Item, error) {
 }
 
 func (s *plainSession) AddItems(items []session.Item) error {
-	if err := session.ValidateBatch(items); err != nil {
+	if err := driver.ValidateBatch(items); err != nil {
 		return err
 	}
 	recs := make([][]byte, len(items))
@@ -162,7 +163,7 @@ func (s *plainSession) PopItem() (session.Item, bool, error) {
 		raw := h[pos]
 		s.st.data[s.id] = h[:pos:pos]
 		s.st.mu.Unlock()
-		it, err := session.DecodeStored(raw)
+		it, err := driver.DecodeStored(raw)
 		if err == nil {
 			return it, true, nil
 		}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentsessions/sessions/history"
 	"github.com/agentsessions/sessions/internal/pyjson"
 	"github.com/agentsessions/sessions/session"
 )
@@ -16,7 +17,7 @@ import (
 type StepKind string
 
 // The step kinds. A handoff is normalised to StepRunAgain (the target agent
-// is committed by then; spec §3.3), so it never appears as a kind.
+// is committed by then; semantics §3.3), so it never appears as a kind.
 const (
 	// StepNone is a checkpoint without a resumable step (JSON null).
 	StepNone StepKind = ""
@@ -61,7 +62,7 @@ func NewStep(k StepKind) Step {
 //
 // A Checkpoint is not safe for concurrent use; the in-progress guard only
 // catches re-entrant settles of the same value, and independently loaded
-// copies are not interlocked (spec §3.4: the application serialises access
+// copies are not interlocked (semantics §3.4: the application serialises access
 // to a Session).
 type Checkpoint struct {
 	// Schema is the label the document was loaded with, or CurrentSchema
@@ -80,7 +81,7 @@ type Checkpoint struct {
 
 	members    []Member                 // the whole document, in order
 	inProgress bool                     // live guard, never serialised
-	folded     map[session.PairKey]bool // call keys folded into the held batch this turn
+	folded     map[history.PairKey]bool // call keys folded into the held batch this turn
 }
 
 // New returns an empty checkpoint labelled CurrentSchema.

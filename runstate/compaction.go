@@ -7,7 +7,7 @@ import (
 	"github.com/agentsessions/sessions/session"
 )
 
-// compact is the runner's compaction bookkeeping after a save (spec §2.5):
+// compact is the runner's compaction bookkeeping after a save (semantics §2.5):
 // on a compaction-aware session and with a response id, a save carrying a
 // local tool output defers compaction for that response (compacting now
 // would separate the output from its response chain); any other save runs

@@ -12,7 +12,7 @@
 // written back unchanged, in Python's json.dumps(indent=2, sort_keys=True)
 // layout, so a Python-written checkpoint round-trips byte-identically.
 // Loading enforces every validation rule of the Python loader for the
-// pending write (spec §3.2) through a per-label, per-variant key table
+// pending write (semantics §3.2) through a per-label, per-variant key table
 // (Variants); each refusal is a *LoadError naming the rule that failed.
 //
 // # The ordinary pending write

@@ -1,4 +1,4 @@
-//lint:file-ignore ST1005 the error texts are the Python SDK's exact messages (spec §3.9), matched by tests and by users.
+//lint:file-ignore ST1005 the error texts are the Python SDK's exact messages (semantics §3.9), matched by tests and by users.
 
 package runstate
 
@@ -14,7 +14,7 @@ var (
 	// or whose modelled members have the wrong shape.
 	ErrInvalidDocument = errors.New("Run state document is invalid")
 	// ErrInvalidPendingWrite reports a pending_session_write member that
-	// breaks a rule of spec §3.2.
+	// breaks a rule of semantics §3.2.
 	ErrInvalidPendingWrite = errors.New("Run state pending Session write is invalid")
 	// ErrInvalidTerminalMarker reports a terminal_unrecoverable member other
 	// than true, or one under a schema below 1.17.
@@ -24,7 +24,7 @@ var (
 	ErrUnsupportedSchema = errors.New("Run state schema version is not supported")
 )
 
-// Runtime errors (spec §3.9), with the Python SDK's exact texts.
+// Runtime errors (semantics §3.9), with the Python SDK's exact texts.
 var (
 	// ErrSlotOccupied: a batch was registered while another record stands.
 	ErrSlotOccupied = errors.New("Resolve the pending Session write before saving another batch")
@@ -38,9 +38,9 @@ var (
 	ErrCannotReconcile = errors.New("Cannot reconcile the pending Session write: history changed or is ambiguous. Repair the original Session before resuming; do not rerun the completed tool.")
 	// ErrTerminal: the checkpoint is marked terminal_unrecoverable.
 	ErrTerminal = errors.New("This run state is terminal and cannot be resumed")
-	// ErrBoundaryUnproven: first output-guardrail gate error (spec §3.5.7).
+	// ErrBoundaryUnproven: first output-guardrail gate error (semantics §3.5.7).
 	ErrBoundaryUnproven = errors.New("Cannot resume a serialized approval checkpoint with output guardrails because the current response boundary cannot be proven. Start a new run from safe input.")
-	// ErrPersistedBeforeGate: second output-guardrail gate error (spec §3.5.7).
+	// ErrPersistedBeforeGate: second output-guardrail gate error (semantics §3.5.7).
 	ErrPersistedBeforeGate = errors.New("Cannot resume an approval checkpoint with output guardrails after current-turn items were persisted. Start a new run from safe input.")
 )
 
@@ -48,7 +48,7 @@ var (
 // what LoadError.Rule holds.
 type Rule string
 
-// The load-time rules. The PendingWrite* rules are spec §3.2's numbered
+// The load-time rules. The PendingWrite* rules are semantics §3.2's numbered
 // rules; the others cover the rest of the document.
 const (
 	RuleDocument              Rule = "document"                          // not one JSON object / bad modelled member

@@ -1,6 +1,6 @@
 package runstate
 
-// Gate describes a resume for the output-guardrail gate rule (spec §3.5.7).
+// Gate describes a resume for the output-guardrail gate rule (semantics §3.5.7).
 type Gate struct {
 	// OutputGuardrails: the agent or run config has output guardrails.
 	OutputGuardrails bool

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/agentsessions/sessions/history"
 	"github.com/agentsessions/sessions/session"
 )
 
@@ -119,9 +120,9 @@ func (cp *Checkpoint) ExtendHeld(items []session.Item) error {
 		return err
 	}
 	for _, it := range converted {
-		if k, ok := session.AnsweredKey(it); ok {
+		if k, ok := history.AnsweredKey(it); ok {
 			if cp.folded == nil {
-				cp.folded = map[session.PairKey]bool{}
+				cp.folded = map[history.PairKey]bool{}
 			}
 			cp.folded[k] = true
 		}
@@ -135,14 +136,14 @@ func (cp *Checkpoint) withdrawFiltered(held, resolved []session.Item, policy *Po
 	if len(cp.folded) == 0 {
 		return held
 	}
-	present := map[session.PairKey]bool{}
+	present := map[history.PairKey]bool{}
 	for _, it := range Convert(resolved, policy) {
-		if k, ok := session.AnsweredKey(it); ok {
+		if k, ok := history.AnsweredKey(it); ok {
 			present[k] = true
 		}
 	}
 	return slices.DeleteFunc(slices.Clone(held), func(it session.Item) bool {
-		k, ok := session.AnsweredKey(it)
+		k, ok := history.AnsweredKey(it)
 		return ok && cp.folded[k] && !present[k]
 	})
 }
@@ -162,7 +163,7 @@ func (cp *Checkpoint) TakeHeld() []session.Item {
 // HasHeld reports whether a held record stands.
 func (cp *Checkpoint) HasHeld() bool { return cp.Pending != nil && cp.Pending.Held }
 
-// DiscardReason says why a held batch is discarded (spec §3.5.6).
+// DiscardReason says why a held batch is discarded (semantics §3.5.6).
 type DiscardReason string
 
 // The discard reasons.
@@ -210,24 +211,24 @@ func (cp *Checkpoint) DiscardHeldAfter(ctx context.Context, reason DiscardReason
 func SafeToSettle(held, resolved []session.Item, policy *Policy, pending []string) []session.Item {
 	working := slices.Clone(held)
 	for _, it := range held {
-		k, ok := session.CallKey(it)
-		if !ok || k.Type == session.TypeMCPApprovalRequest || !slices.Contains(pending, k.ID) {
+		k, ok := history.CallKey(it)
+		if !ok || k.Type == history.TypeMCPApprovalRequest || !slices.Contains(pending, k.ID) {
 			continue
 		}
-		out, _ := session.OutputTypeFor(k.Type)
+		out, _ := history.OutputTypeFor(k.Type)
 		working = append(working, session.MustItem(string(encodeObject([]Member{
 			{Key: "type", Value: encodeString(out)},
 			{Key: "call_id", Value: encodeString(k.ID)},
 		}))))
 	}
 	working = append(working, Convert(resolved, policy)...)
-	keep := session.PruneOrphans(working, session.PruneOptions{})
+	keep := history.PruneOrphans(working, history.PruneOptions{})
 	answered := map[string]bool{}
 	for _, id := range pending {
 		answered[id] = true
 	}
 	for _, it := range working {
-		if it.Type() == session.TypeMCPApprovalResponse {
+		if it.Type() == history.TypeMCPApprovalResponse {
 			if id, ok := it.StringField("approval_request_id"); ok {
 				answered[id] = true
 			}
@@ -235,8 +236,8 @@ func SafeToSettle(held, resolved []session.Item, policy *Policy, pending []strin
 	}
 	var kept []session.Item
 	for i, it := range held {
-		if it.Type() == session.TypeMCPApprovalRequest {
-			if k, ok := session.CallKey(it); ok && !answered[k.ID] {
+		if it.Type() == history.TypeMCPApprovalRequest {
+			if k, ok := history.CallKey(it); ok && !answered[k.ID] {
 				continue
 			}
 			kept = append(kept, it)
@@ -254,12 +255,12 @@ func SafeToSettle(held, resolved []session.Item, policy *Policy, pending []strin
 func CoversHeld(final, held []session.Item, policy *Policy) bool {
 	ids := map[string]bool{}
 	for _, it := range Convert(final, policy) {
-		if k, ok := session.CallKey(it); ok {
+		if k, ok := history.CallKey(it); ok {
 			ids[k.ID] = true
 		}
 	}
 	for _, it := range held {
-		if k, ok := session.CallKey(it); ok && !ids[k.ID] {
+		if k, ok := history.CallKey(it); ok && !ids[k.ID] {
 			return false
 		}
 	}

@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"testing"
 
-	"github.com/agentsessions/sessions/internal/sharedfiles"
 	"github.com/stretchr/testify/require"
 )
 
@@ -14,7 +14,7 @@ import (
 // fixture fails the test.
 func fixture(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(sharedfiles.Path(t, "fixtures", "python-runstate", name))
+	b, err := os.ReadFile(filepath.Join("testdata", "python-runstate", name))
 	require.NoError(t, err, "fixture %s is missing", name)
 	return b
 }

@@ -3,10 +3,11 @@ package runstate
 import (
 	"encoding/json"
 
+	"github.com/agentsessions/sessions/history"
 	"github.com/agentsessions/sessions/session"
 )
 
-// IsConversation reports whether s is Conversations-like (spec §3.8): an
+// IsConversation reports whether s is Conversations-like (semantics §3.8): an
 // ID-insensitive session (session.IDInsensitive). Its items are sanitised
 // before they are saved and its saves convert with no reasoning-id policy.
 //
@@ -14,7 +15,9 @@ import (
 // id-insensitivity on a separate attribute; in Go one capability says both,
 // because a backend that rewrites ids is exactly one whose stale ids must
 // not be sent back.
-func IsConversation(s session.Session) bool { return s != nil && session.IgnoresIDs(s) }
+func IsConversation(s session.Session) bool {
+	return s != nil && session.Probe(s).Has(session.CapIgnoresIDs)
+}
 
 // fakeID is the SDK's placeholder id for providers that assign none.
 const fakeID = "__fake_id__"
@@ -58,7 +61,7 @@ func without(it session.Item, drop func(key string, v json.RawMessage) bool) ses
 func Convert(items []session.Item, policy *Policy) []session.Item {
 	out := make([]session.Item, len(items))
 	for i, it := range items {
-		if policy != nil && *policy == PolicyOmit && it.Type() == session.TypeReasoning {
+		if policy != nil && *policy == PolicyOmit && it.Type() == history.TypeReasoning {
 			it = without(it, func(k string, _ json.RawMessage) bool { return k == "id" })
 		}
 		out[i] = it
@@ -66,16 +69,16 @@ func Convert(items []session.Item, policy *Policy) []session.Item {
 	return out
 }
 
-// Sanitize returns it as a Conversations backend accepts it (spec §3.8):
+// Sanitize returns it as a Conversations backend accepts it (semantics §3.8):
 // without the SDK metadata keys and provider_data, without the top-level
 // "id" unless the type needs one (reasoning, and the listed server item
 // types), and never with the "__fake_id__" placeholder id.
 func Sanitize(it session.Item) session.Item {
 	typ := it.Type()
-	keepID := typ == session.TypeReasoning || conversationIDTypes[typ]
+	keepID := typ == history.TypeReasoning || conversationIDTypes[typ]
 	return without(it, func(k string, v json.RawMessage) bool {
 		switch k {
-		case session.MetaToolDescription, session.MetaToolTitle, "provider_data":
+		case history.MetaToolDescription, history.MetaToolTitle, "provider_data":
 			return true
 		case "id":
 			if s, ok := jsonString(v); ok && s == fakeID {
@@ -91,7 +94,7 @@ func Sanitize(it session.Item) session.Item {
 // it: a reasoning item with neither an id nor encrypted_content (counted,
 // never sent).
 func Unpersistable(it session.Item) bool {
-	if it.Type() != session.TypeReasoning {
+	if it.Type() != history.TypeReasoning {
 		return false
 	}
 	return !truthy(it, "id") && !truthy(it, "encrypted_content")
@@ -125,7 +128,7 @@ func forSession(s session.Session, items []session.Item, policy *Policy) []sessi
 	return Convert(items, policy)
 }
 
-// DedupeKey returns the dedup key of it (spec §1.5), or ok == false for
+// DedupeKey returns the dedup key of it (semantics §1.5), or ok == false for
 // items that are never deduplicated (messages, items with a role, items
 // without any id).
 func DedupeKey(it session.Item) (key string, ok bool) {
@@ -133,8 +136,8 @@ func DedupeKey(it session.Item) (key string, ok bool) {
 	if it.HasField("role") || typ == "message" {
 		return "", false
 	}
-	_, isCall := session.OutputTypeFor(typ)
-	_, isOutput := session.CallTypeFor(typ)
+	_, isCall := history.OutputTypeFor(typ)
+	_, isOutput := history.CallTypeFor(typ)
 	callID, hasCallID := it.StringField("call_id")
 	hasCallID = hasCallID && callID != ""
 	if (isCall || isOutput) && hasCallID {
@@ -156,8 +159,8 @@ func DedupeKey(it session.Item) (key string, ok bool) {
 // their dedup key: tool calls, MCP approval requests and reasoning items,
 // so a call never moves behind its output.
 func anchorType(t string) bool {
-	_, isCall := session.OutputTypeFor(t)
-	return isCall || t == session.TypeMCPApprovalRequest || t == session.TypeReasoning
+	_, isCall := history.OutputTypeFor(t)
+	return isCall || t == history.TypeMCPApprovalRequest || t == history.TypeReasoning
 }
 
 // Dedupe is deduplicate_input_items_preferring_latest: among items sharing

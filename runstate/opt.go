@@ -49,7 +49,7 @@ func (o Opt[T]) clone() Opt[T] {
 	return Opt[T]{Present: o.Present, Value: &v}
 }
 
-// Policy is the reasoning-item id policy (spec §3.8): PolicyOmit drops the
+// Policy is the reasoning-item id policy (semantics §3.8): PolicyOmit drops the
 // "id" of reasoning items when converting them; PolicyPreserve, like no
 // policy (nil), keeps it.
 type Policy string

@@ -31,7 +31,7 @@ type PendingWrite struct {
 	// PersistedCount is the current turn's persisted item count once the
 	// batch has landed.
 	PersistedCount int
-	// Held marks a held record (spec §3.5).
+	// Held marks a held record (semantics §3.5).
 	Held bool
 	// ResponseID is the response the held batch belongs to (held only).
 	ResponseID Opt[string]

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentsessions/sessions/history"
 	"github.com/agentsessions/sessions/runstate"
 	"github.com/agentsessions/sessions/session"
 )
@@ -84,7 +85,7 @@ func TestRecoveryRefusesWhatItCannotProve(t *testing.T) {
 		// looks both committed (tail ends with before+items) and unchanged
 		// (tail ends with before).
 		require.NoError(t, s.Session.AddItems(ctx, items(user("A"), user("A"))))
-		d, err := session.Digest(user("A"), false)
+		d, err := history.Digest(user("A"), false)
 		require.NoError(t, err)
 		cp := fresh(runstate.StepRunAgain)
 		cp.Pending = &runstate.PendingWrite{SessionID: "s1", Items: items(user("A")), Before: []string{d}, PersistedCount: 1}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/agentsessions/sessions/history"
 	"github.com/agentsessions/sessions/session"
 )
 
@@ -14,13 +15,13 @@ import (
 //
 //   - a terminal checkpoint fails with ErrTerminal before any Session access;
 //   - no record: nothing to do;
-//   - an ordinary record is recovered (spec §3.4): ErrWriteInProgress during
+//   - an ordinary record is recovered (semantics §3.4): ErrWriteInProgress during
 //     a settle, ErrWrongSession for a nil or different session, then the
 //     tail decides between appending, accepting a lost acknowledgement and
 //     ErrCannotReconcile; on success cp.PersistedCount takes the record's
 //     count and the slot is cleared; a session error is returned wrapped and
 //     the record is kept;
-//   - a held record (spec §3.5.4) fails with ErrWrongSession for a different
+//   - a held record (semantics §3.5.4) fails with ErrWrongSession for a different
 //     attached session, rides untouched when detached or not run-again, and
 //     otherwise settles now through Save with the parked response's id and
 //     store (ordinary registration, compaction bookkeeping).
@@ -50,7 +51,7 @@ func (cp *Checkpoint) Resume(ctx context.Context, s session.Session) (SaveResult
 	return SaveResult{}, cp.settleOrdinary(ctx, s)
 }
 
-// settleHeldAtEntry is spec §3.5.4.
+// settleHeldAtEntry is semantics §3.5.4.
 func (cp *Checkpoint) settleHeldAtEntry(ctx context.Context, s session.Session) (SaveResult, error) {
 	w := cp.Pending
 	if s != nil && s.SessionID() != w.SessionID {
@@ -75,7 +76,7 @@ func (cp *Checkpoint) settleHeldAtEntry(ctx context.Context, s session.Session) 
 	})
 }
 
-// settleOrdinary is the recovery algorithm of spec §3.4, steps 3 to 11.
+// settleOrdinary is the recovery algorithm of semantics §3.4, steps 3 to 11.
 func (cp *Checkpoint) settleOrdinary(ctx context.Context, s session.Session) error {
 	_, err := cp.appendOrdinary(ctx, s)
 	if err != nil {
@@ -101,7 +102,7 @@ func (cp *Checkpoint) appendOrdinary(ctx context.Context, s session.Session) (bo
 	cp.inProgress = true
 	defer func() { cp.inProgress = false }()
 
-	ignoreIDs := session.IgnoresIDs(s)
+	ignoreIDs := session.Probe(s).Has(session.CapIgnoresIDs)
 	appendIt := true
 	if w.Before == nil {
 		// No append has started: record the tail just before appending.
@@ -109,13 +110,13 @@ func (cp *Checkpoint) appendOrdinary(ctx context.Context, s session.Session) (bo
 		if err != nil {
 			return false, fmt.Errorf("runstate: read session tail: %w", err)
 		}
-		before, err := session.Digests(tail, ignoreIDs)
+		before, err := history.Digests(tail, ignoreIDs)
 		if err != nil {
 			return false, fmt.Errorf("runstate: digest session tail: %w", err)
 		}
 		w.Before = before
 	} else {
-		items, err := session.Digests(w.Items, ignoreIDs)
+		items, err := history.Digests(w.Items, ignoreIDs)
 		if err != nil {
 			return false, fmt.Errorf("runstate: digest pending write: %w", err)
 		}
@@ -124,7 +125,7 @@ func (cp *Checkpoint) appendOrdinary(ctx context.Context, s session.Session) (bo
 		if err != nil {
 			return false, fmt.Errorf("runstate: read session tail: %w", err)
 		}
-		observed, err := session.Digests(tail, ignoreIDs)
+		observed, err := history.Digests(tail, ignoreIDs)
 		if err != nil {
 			return false, fmt.Errorf("runstate: digest session tail: %w", err)
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/agentsessions/sessions/history"
 	"github.com/agentsessions/sessions/session"
 )
 
@@ -48,7 +49,7 @@ const (
 	CompactionRan      CompactionKind = "ran"      // RunCompaction called
 )
 
-// Compaction is the compaction bookkeeping one save did (spec §2.5).
+// Compaction is the compaction bookkeeping one save did (semantics §2.5).
 type Compaction struct {
 	Kind       CompactionKind
 	ResponseID string
@@ -88,7 +89,7 @@ func (cp *Checkpoint) Save(ctx context.Context, s session.Session, args SaveArgs
 	}
 	newRun := sliceTurn(args.NewItems, already, args.Slice)
 	conversation := IsConversation(s)
-	ignoreIDs := session.IgnoresIDs(s)
+	ignoreIDs := session.Probe(s).Has(session.CapIgnoresIDs)
 	converted := forSession(s, newRun, args.Policy)
 
 	toSave := Dedupe(append(slices.Clone(args.Input), converted...))
@@ -104,7 +105,7 @@ func (cp *Checkpoint) Save(ctx context.Context, s session.Session, args SaveArgs
 		if conversation {
 			list = mapItems(list, Sanitize)
 		}
-		ds, err := session.Digests(list, ignoreIDs)
+		ds, err := history.Digests(list, ignoreIDs)
 		if err != nil {
 			return SaveResult{}, fmt.Errorf("runstate: digest: %w", err)
 		}
@@ -179,18 +180,18 @@ func heldIf(args SaveArgs) []session.Item {
 
 // isToolOutput reports whether it is a tool output of the call/output table.
 func isToolOutput(it session.Item) bool {
-	_, ok := session.CallTypeFor(it.Type())
+	_, ok := history.CallTypeFor(it.Type())
 	return ok
 }
 
 // hasLocalOutputs reports whether items carry a locally produced tool
 // output: a tool output of the table or an MCP approval response.
 func hasLocalOutputs(items []session.Item) bool {
-	return slices.ContainsFunc(items, session.IsOutput)
+	return slices.ContainsFunc(items, history.IsOutput)
 }
 
 func digestCounts(items []session.Item, ignoreIDs bool) (map[string]int, error) {
-	ds, err := session.Digests(items, ignoreIDs)
+	ds, err := history.Digests(items, ignoreIDs)
 	if err != nil {
 		return nil, fmt.Errorf("runstate: digest: %w", err)
 	}
@@ -257,7 +258,7 @@ func (cp *Checkpoint) SaveResumedTurn(ctx context.Context, s session.Session, tu
 		if len(turn.Items) > 0 {
 			// A filter that kept part of the turn has authority over the
 			// outputs folded this turn; an emptied turn does not withdraw
-			// the executed pairs (spec §5.1.7).
+			// the executed pairs (semantics §5.1.7).
 			held = cp.withdrawFiltered(held, turn.Items, turn.Policy)
 		}
 		held = SafeToSettle(held, turn.Items, turn.Policy, cp.pendingIDs())

@@ -15,7 +15,7 @@ const CurrentSchema = "1.18"
 // and the terminal marker.
 const MinPendingWriteSchema = "1.17"
 
-// schemaSummaries lists every supported label (spec §3.1), oldest first.
+// schemaSummaries lists every supported label (semantics §3.1), oldest first.
 var schemaSummaries = []struct{ label, summary string }{
 	{"1.0", "initial HITL snapshot"},
 	{"1.1", "same payload, with an explicit backward-read policy"},
@@ -109,7 +109,7 @@ var baseKeys = []string{"session_id", "items", "before", "persisted_count"}
 // take under one schema label. A record is matched to the row of its label
 // whose Distinguishing keys it carries (the row with none is the label's
 // ordinary form); its key set minus the row's Optional keys must then equal
-// the four base keys exactly (spec §3.2 rule 4).
+// the four base keys exactly (semantics §3.2 rule 4).
 type Variant struct {
 	Label          string   // schema label
 	Name           string   // row name, e.g. "ordinary", "held"
@@ -126,7 +126,7 @@ const (
 	VariantPendingInput = "pending-input"
 )
 
-// variants is the key table. Adding a shape of spec §3.1 is adding a row
+// variants is the key table. Adding a shape of semantics §3.1 is adding a row
 // (and, where it has rules of its own, a check in validateVariant).
 var variants = []Variant{
 	{Label: "1.17", Name: VariantOrdinary},

@@ -12,7 +12,7 @@ import (
 )
 
 // decodePending validates a pending_session_write member against every
-// rule of spec §3.2 and the key table, and decodes it.
+// rule of semantics §3.2 and the key table, and decodes it.
 func decodePending(label string, step StepKind, raw json.RawMessage) (*PendingWrite, error) {
 	bad := func(rule Rule, format string, args ...any) error {
 		return loadErr(ErrInvalidPendingWrite, rule, format, args...)

@@ -29,12 +29,12 @@ func Latest(ctx context.Context, s Session, n int) ([]Item, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Tail(all, n), nil
+	return tail(all, n), nil
 }
 
-// Tail returns the newest n of items (all of them when n exceeds their
+// tail returns the newest n of items (all of them when n exceeds their
 // number), as a slice of items; it panics on n < 0.
-func Tail(items []Item, n int) []Item {
+func tail(items []Item, n int) []Item {
 	if n >= len(items) {
 		return items
 	}
@@ -70,7 +70,7 @@ var ErrReplaceRestore = errors.New("session: replace failed and the previous his
 // appends items, restoring the snapshot if the append fails. The fallback is
 // not atomic to concurrent readers.
 func Replace(ctx context.Context, s Session, items []Item) error {
-	if err := ValidateBatch(items); err != nil {
+	if err := validateBatch(items); err != nil {
 		return err
 	}
 	ctx = ContextFor(ctx, s)

@@ -65,7 +65,7 @@ type Expirer interface {
 // CompactionMode chooses how a compaction sends history to the model.
 type CompactionMode string
 
-// Compaction modes (spec §2.5).
+// Compaction modes (semantics §2.5).
 const (
 	CompactionAuto               CompactionMode = "auto"
 	CompactionPreviousResponseID CompactionMode = "previous_response_id"
@@ -106,6 +106,13 @@ type CompactionDeferrer interface {
 	DeferredCompaction() (responseID string, ok bool)
 }
 
+// IDInsensitive is implemented by sessions whose backend rewrites item ids
+// (the Python SDK's Conversations session): digests of their items ignore
+// the top-level "id" when IgnoreIDsForMatching reports true.
+type IDInsensitive interface {
+	IgnoreIDsForMatching() bool
+}
+
 // Capability names one optional capability.
 type Capability uint8
 
@@ -117,6 +124,7 @@ const (
 	CapTTL                                       // Expirer
 	CapCompaction                                // CompactionAware
 	CapCompactionDeferral                        // CompactionDeferrer
+	CapIgnoresIDs                                // IDInsensitive reporting true
 )
 
 var capabilityNames = []struct {
@@ -129,6 +137,7 @@ var capabilityNames = []struct {
 	{CapTTL, "ttl"},
 	{CapCompaction, "compaction"},
 	{CapCompactionDeferral, "compaction-deferral"},
+	{CapIgnoresIDs, "ignores-ids"},
 }
 
 // Capabilities is a set of capabilities.
@@ -218,6 +227,9 @@ func Probe(s Session) Capabilities {
 	}
 	if _, ok := s.(CompactionDeferrer); ok {
 		c |= Capabilities(CapCompactionDeferral)
+	}
+	if i, ok := s.(IDInsensitive); ok && i.IgnoreIDsForMatching() {
+		c |= Capabilities(CapIgnoresIDs)
 	}
 	return c
 }

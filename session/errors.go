@@ -39,24 +39,3 @@ func (e *ItemError) Error() string {
 
 // Unwrap returns ErrInvalidItem and the decoding error.
 func (e *ItemError) Unwrap() []error { return []error{ErrInvalidItem, e.Err} }
-
-// ValidateID returns an error wrapping ErrInvalidSessionID when id cannot be
-// used as a session id. Every id but the empty string is valid: adapters
-// must confine any other id, however hostile, to its own session.
-func ValidateID(id string) error {
-	if id == "" {
-		return fmt.Errorf("%w: empty", ErrInvalidSessionID)
-	}
-	return nil
-}
-
-// ValidateBatch checks that every item of a batch is a JSON object, so that
-// an adapter can reject a bad batch before writing anything.
-func ValidateBatch(items []Item) error {
-	for i, it := range items {
-		if !it.Valid() {
-			return &ItemError{Index: i}
-		}
-	}
-	return nil
-}

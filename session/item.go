@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"unicode/utf8"
-	"unsafe"
 )
 
 // Item is one Responses-API input item: a JSON object, kept byte for byte as
@@ -14,7 +13,25 @@ import (
 // An Item is immutable: no method changes it and Bytes returns the stored
 // slice, which callers must not modify.
 type Item struct {
+	d *itemData
+}
+
+// itemData is what an Item points to. An Item is one pointer wide, so it
+// is cheap to copy and to pass through interfaces.
+type itemData struct {
 	raw []byte
+}
+
+// wrap returns the Item holding b, which must already be validated and is
+// taken over.
+func wrap(b []byte) Item { return Item{d: &itemData{raw: b}} }
+
+// bytesOf returns the item's bytes, nil for the zero Item.
+func (it Item) bytesOf() []byte {
+	if it.d == nil {
+		return nil
+	}
+	return it.d.raw
 }
 
 // NewItem returns an Item holding a copy of b, or an error wrapping
@@ -23,7 +40,7 @@ func NewItem(b []byte) (Item, error) {
 	if err := checkObject(b); err != nil {
 		return Item{}, err
 	}
-	return Item{raw: bytes.Clone(b)}, nil
+	return wrap(bytes.Clone(b)), nil
 }
 
 // ParseItem is NewItem for a string.
@@ -31,7 +48,7 @@ func ParseItem(s string) (Item, error) {
 	if err := checkObject([]byte(s)); err != nil {
 		return Item{}, err
 	}
-	return Item{raw: []byte(s)}, nil
+	return wrap([]byte(s)), nil
 }
 
 // MustItem is ParseItem that panics on invalid input; for tests and
@@ -66,58 +83,35 @@ func MarshalItem(v any) (Item, error) {
 	if err := checkObject(b); err != nil {
 		return Item{}, err
 	}
-	return Item{raw: b}, nil
-}
-
-// DecodeStored returns the Item stored as b, taking ownership of b (the
-// caller must not modify it afterwards). Adapters use it on bytes read from
-// their backend; a record that is not a JSON object gives an error wrapping
-// ErrCorruptRecord.
-func DecodeStored(b []byte) (Item, error) {
-	if err := checkObject(b); err != nil {
-		return Item{}, fmt.Errorf("%w: %v", ErrCorruptRecord, err)
-	}
-	return Item{raw: b}, nil
-}
-
-// DecodeStoredString is DecodeStored for a string a driver returned, without
-// copying it: the Item shares the string's bytes, which is safe because
-// neither strings nor Items are ever modified. Use it only on a string
-// allocated for this read (as drivers return them), never on one a caller
-// still holds a []byte view of.
-func DecodeStoredString(s string) (Item, error) {
-	if s == "" {
-		return DecodeStored(nil)
-	}
-	return DecodeStored(unsafe.Slice(unsafe.StringData(s), len(s)))
+	return wrap(b), nil
 }
 
 // Valid reports whether the item holds a JSON object.
-func (it Item) Valid() bool { return it.raw != nil }
+func (it Item) Valid() bool { return it.d != nil }
 
 // Bytes returns the item's JSON text. The slice is shared: do not modify it.
-func (it Item) Bytes() []byte { return it.raw }
+func (it Item) Bytes() []byte { return it.bytesOf() }
 
 // String returns the item's JSON text.
-func (it Item) String() string { return string(it.raw) }
+func (it Item) String() string { return string(it.bytesOf()) }
 
 // Clone returns an Item that shares no memory with it.
 func (it Item) Clone() Item {
-	if it.raw == nil {
+	if it.d == nil {
 		return Item{}
 	}
-	return Item{raw: bytes.Clone(it.raw)}
+	return wrap(bytes.Clone(it.d.raw))
 }
 
 // Equal reports whether two items have identical bytes.
-func (it Item) Equal(other Item) bool { return bytes.Equal(it.raw, other.raw) }
+func (it Item) Equal(other Item) bool { return bytes.Equal(it.bytesOf(), other.bytesOf()) }
 
 // MarshalJSON returns the item's bytes unchanged.
 func (it Item) MarshalJSON() ([]byte, error) {
-	if it.raw == nil {
+	if it.d == nil {
 		return nil, ErrInvalidItem
 	}
-	return it.raw, nil
+	return it.d.raw, nil
 }
 
 // UnmarshalJSON keeps a copy of b when it is a JSON object. The copy is
@@ -127,7 +121,7 @@ func (it *Item) UnmarshalJSON(b []byte) error {
 	if err := checkObject(b); err != nil {
 		return err
 	}
-	it.raw = bytes.Clone(b)
+	*it = wrap(bytes.Clone(b))
 	return nil
 }
 
@@ -169,7 +163,7 @@ func (it Item) HasField(key string) bool {
 func (it Item) Field(key string) (json.RawMessage, bool) {
 	var found json.RawMessage
 	ok := false
-	_ = eachField(it.raw, func(k string, v json.RawMessage) bool {
+	_ = eachField(it.bytesOf(), func(k string, v json.RawMessage) bool {
 		if k == key {
 			found, ok = v, true
 		}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 // Options configures a Store. The zero value is ready to use.
@@ -28,7 +29,7 @@ type Options struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// OnCorrupt receives reports of corrupt records; nil logs a warning.
-	OnCorrupt session.CorruptHandler
+	OnCorrupt driver.CorruptHandler
 }
 
 // Store holds sessions in memory.
@@ -53,7 +54,7 @@ func New(opts Options) *Store {
 
 // Session returns a handle on session id. It fails only for an invalid id.
 func (st *Store) Session(id string) (*Session, error) {
-	if err := session.ValidateID(id); err != nil {
+	if err := driver.ValidateID(id); err != nil {
 		return nil, err
 	}
 	return &Session{st: st, id: id}, nil
@@ -132,7 +133,7 @@ func (s *Session) read(ctx context.Context, n int) ([]session.Item, error) {
 		}
 		// Walk back from the newest so a limit counts valid items only.
 		for i := len(h.records) - 1; i >= 0 && (n < 0 || len(out) < n); i-- {
-			it, err := session.DecodeStored(append([]byte(nil), h.records[i]...))
+			it, err := driver.DecodeStored(append([]byte(nil), h.records[i]...))
 			if err != nil {
 				corrupt = append(corrupt, bad{i, append([]byte(nil), h.records[i]...), err})
 				continue
@@ -142,7 +143,7 @@ func (s *Session) read(ctx context.Context, n int) ([]session.Item, error) {
 	}
 	s.st.mu.Unlock()
 	for _, c := range corrupt {
-		s.st.opts.OnCorrupt.Report(ctx, session.CorruptRecord{
+		s.st.opts.OnCorrupt.Report(ctx, driver.CorruptRecord{
 			SessionID: s.id, Position: "index " + strconv.Itoa(c.pos), Raw: c.raw, Err: c.err})
 	}
 	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
@@ -156,7 +157,7 @@ func (s *Session) read(ctx context.Context, n int) ([]session.Item, error) {
 
 // AddItems appends items as one atomic batch.
 func (s *Session) AddItems(ctx context.Context, items []session.Item) error {
-	if err := session.ValidateBatch(items); err != nil {
+	if err := driver.ValidateBatch(items); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -204,11 +205,11 @@ func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 		h.records = h.records[:pos:pos]
 		s.touch(h)
 		s.st.mu.Unlock()
-		it, err := session.DecodeStored(raw)
+		it, err := driver.DecodeStored(raw)
 		if err == nil {
 			return it, true, nil
 		}
-		s.st.opts.OnCorrupt.Report(ctx, session.CorruptRecord{
+		s.st.opts.OnCorrupt.Report(ctx, driver.CorruptRecord{
 			SessionID: s.id, Position: "index " + strconv.Itoa(pos), Raw: raw, Err: err})
 	}
 }
@@ -226,7 +227,7 @@ func (s *Session) Clear(ctx context.Context) error {
 
 // ReplaceItems atomically replaces the history with items.
 func (s *Session) ReplaceItems(ctx context.Context, items []session.Item) error {
-	if err := session.ValidateBatch(items); err != nil {
+	if err := driver.ValidateBatch(items); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {

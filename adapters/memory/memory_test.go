@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentsessions/sessions/conformance"
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 // fakeClock is a clock the TTL clauses move by hand.
@@ -55,7 +56,7 @@ func (h *harness) AppendRaw(_ context.Context, id string, raw []byte) error {
 	s.appendRaw(raw)
 	return nil
 }
-func (h *harness) CorruptReports(id string) []session.CorruptRecord { return h.corrupt.Reports(id) }
+func (h *harness) CorruptReports(id string) []driver.CorruptRecord { return h.corrupt.Reports(id) }
 func (h *harness) OpenTTL(_ context.Context, id string, ttl time.Duration) (session.Session, error) {
 	h.mu.Lock()
 	st := h.ttl[ttl]

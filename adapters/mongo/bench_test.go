@@ -12,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 // The benchmarks compare the adapter with the raw driver doing the least
@@ -139,7 +140,7 @@ func BenchmarkLatest50(b *testing.B) {
 		var out []session.Item
 		for _, d := range docs {
 			for j := len(d.Data) - 1; j >= 0 && len(out) < 50; j-- {
-				it, err := session.DecodeStored([]byte(d.Data[j]))
+				it, err := driver.DecodeStored([]byte(d.Data[j]))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -177,7 +178,7 @@ func BenchmarkPop(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := session.DecodeStored([]byte(d.Data[len(d.Data)-1])); err != nil {
+		if _, err := driver.DecodeStored([]byte(d.Data[len(d.Data)-1])); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -12,23 +12,24 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 // reports collects corrupt-record reports.
 type reports struct {
 	mu   sync.Mutex
-	list []session.CorruptRecord
+	list []driver.CorruptRecord
 }
 
-func (r *reports) handler() session.CorruptHandler {
-	return func(_ context.Context, c session.CorruptRecord) {
+func (r *reports) handler() driver.CorruptHandler {
+	return func(_ context.Context, c driver.CorruptRecord) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		r.list = append(r.list, c)
 	}
 }
 
-func (r *reports) take() []session.CorruptRecord {
+func (r *reports) take() []driver.CorruptRecord {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := r.list

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 // messageDoc is one stored message document, parsed enough to order it,
@@ -106,11 +107,11 @@ func (d *messageDoc) records() int {
 // corrupt-record report naming the session and the record's position.
 // The item's bytes alias the document's buffer, which nothing modifies
 // (documents are copied out of the cursor); a report's bytes are a copy.
-func (d *messageDoc) record(sessionID string, i int) (session.Item, *session.CorruptRecord) {
+func (d *messageDoc) record(sessionID string, i int) (session.Item, *driver.CorruptRecord) {
 	if d.isArray() {
 		v := d.vals[i]
 		if b, ok := stringBytes(v); ok {
-			it, err := session.DecodeStored(b)
+			it, err := driver.DecodeStored(b)
 			if err == nil {
 				return it, nil
 			}
@@ -120,7 +121,7 @@ func (d *messageDoc) record(sessionID string, i int) (session.Item, *session.Cor
 			fmt.Errorf("%w: message_data element is a BSON %s, not a string", session.ErrCorruptRecord, v.Type))
 	}
 	if b, ok := stringBytes(d.data); ok {
-		it, err := session.DecodeStored(b)
+		it, err := driver.DecodeStored(b)
 		if err == nil {
 			return it, nil
 		}
@@ -135,8 +136,8 @@ func (d *messageDoc) record(sessionID string, i int) (session.Item, *session.Cor
 }
 
 // corrupt builds a report for record i (-1: the whole document).
-func (d *messageDoc) corrupt(sessionID string, i int, raw []byte, err error) *session.CorruptRecord {
-	return &session.CorruptRecord{SessionID: sessionID, Position: d.position(i), Raw: bytes.Clone(raw), Err: err}
+func (d *messageDoc) corrupt(sessionID string, i int, raw []byte, err error) *driver.CorruptRecord {
+	return &driver.CorruptRecord{SessionID: sessionID, Position: d.position(i), Raw: bytes.Clone(raw), Err: err}
 }
 
 // position names record i in the backend's terms.
@@ -160,13 +161,13 @@ func (d *messageDoc) position(i int) string {
 
 // decodeAll decodes every record of a document, oldest first. It is the
 // whole decoding path in one call, for tests and the fuzz target.
-func decodeAll(raw bson.Raw, sessionID string) ([]session.Item, []session.CorruptRecord, error) {
+func decodeAll(raw bson.Raw, sessionID string) ([]session.Item, []driver.CorruptRecord, error) {
 	d, err := parseMessageDoc(raw)
 	if err != nil {
 		return nil, nil, err
 	}
 	var items []session.Item
-	var bad []session.CorruptRecord
+	var bad []driver.CorruptRecord
 	for i := range d.records() {
 		it, c := d.record(sessionID, i)
 		if c != nil {

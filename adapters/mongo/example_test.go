@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/agentsessions/sessions/adapters/mongo"
+	"github.com/agentsessions/sessions/history"
 	"github.com/agentsessions/sessions/session"
 )
 
@@ -44,7 +45,7 @@ func Example() {
 	if err := s.AddItems(ctx, turn); err != nil { // one document, one atomic batch
 		log.Fatal(err)
 	}
-	window, err := session.ModelInput(ctx, s, 50) // newest 50, orphans pruned
+	window, err := history.ModelInput(ctx, s, 50) // newest 50, orphans pruned
 	if err != nil {
 		log.Fatal(err)
 	}

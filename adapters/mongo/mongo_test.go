@@ -18,6 +18,7 @@ import (
 	"github.com/agentsessions/sessions/conformance"
 	"github.com/agentsessions/sessions/internal/testservers"
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 func TestMain(m *testing.M) { testservers.Main(m) }
@@ -182,7 +183,7 @@ func appendRawShape(ctx context.Context, db *mongodrv.Database, id string, raw [
 	return err
 }
 
-func (h *harness) CorruptReports(id string) []session.CorruptRecord { return h.corrupt.Reports(id) }
+func (h *harness) CorruptReports(id string) []driver.CorruptRecord { return h.corrupt.Reports(id) }
 
 func (h *harness) OpenTTL(_ context.Context, id string, ttl time.Duration) (session.Session, error) {
 	h.mu.Lock()

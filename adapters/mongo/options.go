@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentsessions/sessions/session/driver"
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
-
-	"github.com/agentsessions/sessions/session"
 )
 
 // Defaults, shared with the Python SDK's MongoDBSession so that both can
@@ -42,7 +41,7 @@ type Options struct {
 	WriteConcern *writeconcern.WriteConcern
 	// OnCorrupt receives reports of stored records that are not JSON
 	// objects; nil logs a warning with slog.
-	OnCorrupt session.CorruptHandler
+	OnCorrupt driver.CorruptHandler
 	// MaxBatchBytes bounds the encoded size of one batch document; zero
 	// means MaxDocumentBytes, which is also the most it may be. A larger
 	// batch is refused with an error wrapping session.ErrBatchTooLarge

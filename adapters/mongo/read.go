@@ -14,6 +14,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 // maxUnsettled bounds how many times a read starts over because a clear,
@@ -281,7 +282,7 @@ func baseMissing(docs []messageDoc, sd *sessionDoc, w int) bool {
 // collect walks docs (newest first) of generation g from the newest record
 // back, and returns up to n valid items (all when n < 0) newest first, the
 // corrupt records it passed, and how many non-empty documents it walked.
-func collect(docs []messageDoc, g int64, sessionID string, n int) (items []session.Item, bad []session.CorruptRecord, walked int) {
+func collect(docs []messageDoc, g int64, sessionID string, n int) (items []session.Item, bad []driver.CorruptRecord, walked int) {
 	for i := range docs {
 		d := &docs[i]
 		if !d.inGeneration(g) || d.records() == 0 {

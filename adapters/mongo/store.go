@@ -16,6 +16,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 // Store is a MongoDB database holding sessions: a sessions collection and
@@ -127,7 +128,7 @@ func (st *Store) Database() string { return st.opts.Database }
 // Session returns a handle on session id. It fails for the empty id and
 // after Close.
 func (st *Store) Session(id string) (*Session, error) {
-	if err := session.ValidateID(id); err != nil {
+	if err := driver.ValidateID(id); err != nil {
 		return nil, err
 	}
 	if st.closed.Load() {

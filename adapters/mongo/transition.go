@@ -12,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 // A transition moves a session to a new generation with one update of its
@@ -74,7 +75,7 @@ func (s *Session) Clear(ctx context.Context) error {
 // when it wins at once (reserve, insert, switch, marker, garbage
 // collection). Replacing with no items is Clear.
 func (s *Session) ReplaceItems(ctx context.Context, items []session.Item) error {
-	if err := session.ValidateBatch(items); err != nil {
+	if err := driver.ValidateBatch(items); err != nil {
 		return err
 	}
 	if err := s.check(ctx); err != nil {

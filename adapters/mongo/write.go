@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 // maxReserveAttempts bounds the retries of a reservation that meets an
@@ -27,7 +28,7 @@ const maxReserveAttempts = 8
 // limit with an error wrapping session.ErrBatchTooLarge, both before
 // anything is written.
 func (s *Session) AddItems(ctx context.Context, items []session.Item) error {
-	if err := session.ValidateBatch(items); err != nil {
+	if err := driver.ValidateBatch(items); err != nil {
 		return err
 	}
 	if err := s.check(ctx); err != nil {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 // DefaultKeyPrefix is the key prefix used when Options.KeyPrefix is empty;
@@ -70,7 +70,7 @@ type Options struct {
 	Layout Layout
 	// OnCorrupt receives reports of stored records that are not JSON
 	// objects; nil logs a warning with slog.
-	OnCorrupt session.CorruptHandler
+	OnCorrupt driver.CorruptHandler
 }
 
 // ErrInvalidOptions reports Options the Store cannot use.

@@ -14,6 +14,7 @@ import (
 	"github.com/agentsessions/sessions/conformance"
 	"github.com/agentsessions/sessions/internal/testservers"
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 func TestMain(m *testing.M) { testservers.Main(m) }
@@ -92,7 +93,7 @@ func (h *harness) AppendRaw(ctx context.Context, id string, raw []byte) error {
 	}
 	return h.raw.RPush(ctx, s.Keys()[0], raw).Err()
 }
-func (h *harness) CorruptReports(id string) []session.CorruptRecord { return h.corrupt.Reports(id) }
+func (h *harness) CorruptReports(id string) []driver.CorruptRecord { return h.corrupt.Reports(id) }
 
 func (h *harness) OpenTTL(_ context.Context, id string, ttl time.Duration) (session.Session, error) {
 	h.mu.Lock()

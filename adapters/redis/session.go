@@ -9,6 +9,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 // Session is a handle on one session of a Store. It is safe for concurrent
@@ -115,17 +116,17 @@ func (s *Session) lrange(ctx context.Context, start, stop int64) ([]string, erro
 
 // decode returns the newest n valid records of raws (all when n < 0),
 // oldest first, and the corrupt records it passed, with their positions.
-func (s *Session) decode(raws []string, n int, pos func(int) string) ([]session.Item, []session.CorruptRecord) {
+func (s *Session) decode(raws []string, n int, pos func(int) string) ([]session.Item, []driver.CorruptRecord) {
 	if n < 0 || n > len(raws) {
 		n = len(raws)
 	}
 	out := make([]session.Item, n)
 	k := n
-	var bad []session.CorruptRecord
+	var bad []driver.CorruptRecord
 	for i := len(raws) - 1; i >= 0 && k > 0; i-- {
-		it, err := session.DecodeStoredString(raws[i])
+		it, err := driver.DecodeStoredString(raws[i])
 		if err != nil {
-			bad = append(bad, session.CorruptRecord{
+			bad = append(bad, driver.CorruptRecord{
 				SessionID: s.id, Position: pos(i), Raw: []byte(raws[i]), Err: err})
 			continue
 		}
@@ -136,7 +137,7 @@ func (s *Session) decode(raws []string, n int, pos func(int) string) ([]session.
 }
 
 // report hands each corrupt record to the OnCorrupt handler, oldest first.
-func (s *Session) report(ctx context.Context, bad []session.CorruptRecord) {
+func (s *Session) report(ctx context.Context, bad []driver.CorruptRecord) {
 	for i := len(bad) - 1; i >= 0; i-- {
 		s.st.opts.OnCorrupt.Report(ctx, bad[i])
 	}
@@ -152,7 +153,7 @@ func (s *Session) AddItems(ctx context.Context, items []session.Item) error {
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
-	if err := session.ValidateBatch(items); err != nil {
+	if err := driver.ValidateBatch(items); err != nil {
 		return err
 	}
 	if len(items) == 0 {
@@ -204,11 +205,11 @@ func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 		if !ok {
 			return session.Item{}, false, nil
 		}
-		it, err := session.DecodeStoredString(raw)
+		it, err := driver.DecodeStoredString(raw)
 		if err == nil {
 			return it, true, nil
 		}
-		s.st.opts.OnCorrupt.Report(ctx, session.CorruptRecord{
+		s.st.opts.OnCorrupt.Report(ctx, driver.CorruptRecord{
 			SessionID: s.id, Position: pos, Raw: []byte(raw), Err: err})
 		if s.st.closed.Load() {
 			return session.Item{}, false, session.ErrClosed
@@ -262,7 +263,7 @@ func (s *Session) ReplaceItems(ctx context.Context, items []session.Item) error 
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
-	if err := session.ValidateBatch(items); err != nil {
+	if err := driver.ValidateBatch(items); err != nil {
 		return err
 	}
 	argv, err := s.writeArgs(items)

@@ -9,6 +9,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 // Store keeps sessions in one Redis deployment (standalone, sentinel or
@@ -68,7 +69,7 @@ func (st *Store) Options() Options { return st.opts }
 // for an id ending in ":messages" or ":counter", whose hash key would be
 // another session's key), and with session.ErrClosed after Close.
 func (st *Store) Session(id string) (*Session, error) {
-	if err := session.ValidateID(id); err != nil {
+	if err := driver.ValidateID(id); err != nil {
 		return nil, err
 	}
 	if st.closed.Load() {

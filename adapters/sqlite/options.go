@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 // Default table names, the Python SDK's.
@@ -46,7 +46,7 @@ type Options struct {
 	BusyTimeout time.Duration
 	// OnCorrupt receives a report for every stored record that is not a
 	// JSON object (its Position is "id=<rowid>"); nil logs a slog warning.
-	OnCorrupt session.CorruptHandler
+	OnCorrupt driver.CorruptHandler
 	// SkipCreateTables, when false (the default, as Python's create-on-open),
 	// makes Open and OpenDB create the tables and index if they are
 	// missing, with CREATE ... IF NOT EXISTS. When true, the schema is

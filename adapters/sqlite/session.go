@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 // Session is a handle on one session of a Store. It implements
@@ -160,7 +161,7 @@ var testHookLatest func()
 // creates or refreshes the session row and inserts every item. An empty
 // batch writes nothing.
 func (s *Session) AddItems(ctx context.Context, items []session.Item) error {
-	if err := session.ValidateBatch(items); err != nil {
+	if err := driver.ValidateBatch(items); err != nil {
 		return err
 	}
 	if err := s.st.check(ctx); err != nil {
@@ -257,7 +258,7 @@ func (s *Session) clear(ctx context.Context, c *sql.Conn) error {
 // deletes every row of the session and inserts items. Replacing with no
 // items is Clear.
 func (s *Session) ReplaceItems(ctx context.Context, items []session.Item) error {
-	if err := session.ValidateBatch(items); err != nil {
+	if err := driver.ValidateBatch(items); err != nil {
 		return err
 	}
 	return s.st.write(ctx, "replace items", func(ctx context.Context, c *sql.Conn) error {
@@ -277,7 +278,7 @@ func (s *Session) ReplaceItems(ctx context.Context, items []session.Item) error 
 type decoder struct {
 	newestFirst bool
 	items       []session.Item
-	corrupt     []session.CorruptRecord
+	corrupt     []driver.CorruptRecord
 	lastID      int64
 	raw         sql.NullString // scan target, reused from row to row
 }
@@ -288,9 +289,9 @@ func (d *decoder) scan(rows *sql.Rows) error {
 	}
 	raw := d.raw.String
 	d.raw.String = ""
-	it, err := session.DecodeStoredString(raw)
+	it, err := driver.DecodeStoredString(raw)
 	if err != nil {
-		d.corrupt = append(d.corrupt, session.CorruptRecord{Position: "id=" + strconv.FormatInt(d.lastID, 10), Raw: []byte(raw), Err: err})
+		d.corrupt = append(d.corrupt, driver.CorruptRecord{Position: "id=" + strconv.FormatInt(d.lastID, 10), Raw: []byte(raw), Err: err})
 		return nil
 	}
 	d.items = append(d.items, it)

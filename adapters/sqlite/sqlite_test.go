@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentsessions/sessions/conformance"
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 // harness runs the conformance suite on one database: Open goes through
@@ -37,7 +38,7 @@ func (h *harness) Declared() session.Capabilities {
 func (h *harness) AppendRaw(ctx context.Context, id string, raw []byte) error {
 	return insertRaw(ctx, h.store, id, raw)
 }
-func (h *harness) CorruptReports(id string) []session.CorruptRecord { return h.corrupt.Reports(id) }
+func (h *harness) CorruptReports(id string) []driver.CorruptRecord { return h.corrupt.Reports(id) }
 
 // insertRaw stores raw, unvalidated, as TEXT in the next row of session id.
 func insertRaw(ctx context.Context, st *Store, id string, raw []byte) error {

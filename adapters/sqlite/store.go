@@ -11,6 +11,7 @@ import (
 	_ "modernc.org/sqlite" // the pure-Go driver, registered as "sqlite"
 
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 // Store is one SQLite database holding many sessions. It is safe for
@@ -124,7 +125,7 @@ func (st *Store) Close() error {
 // id; it only ever reaches SQL as a bound parameter. Handles are cheap and
 // safe for concurrent use, and two handles on one id see one history.
 func (st *Store) Session(id string) (*Session, error) {
-	if err := session.ValidateID(id); err != nil {
+	if err := driver.ValidateID(id); err != nil {
 		return nil, err
 	}
 	if st.closed.Load() {

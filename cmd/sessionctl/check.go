@@ -14,6 +14,7 @@ import (
 	"github.com/agentsessions/sessions/adapters"
 	"github.com/agentsessions/sessions/conformance"
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 func init() {
@@ -145,7 +146,7 @@ func (h *dsnHarness) AppendRaw(ctx context.Context, id string, raw []byte) error
 }
 
 // CorruptReports returns the reports the store made about session id.
-func (h *dsnHarness) CorruptReports(id string) []session.CorruptRecord { return h.corrupt.Reports(id) }
+func (h *dsnHarness) CorruptReports(id string) []driver.CorruptRecord { return h.corrupt.Reports(id) }
 
 // OpenTTL reopens the URL with ttl=<ttl> (memory, redis and mongo take it).
 func (h *dsnHarness) OpenTTL(ctx context.Context, id string, ttl time.Duration) (session.Session, error) {

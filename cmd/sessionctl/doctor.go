@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/agentsessions/sessions/history"
 	"github.com/agentsessions/sessions/session"
 )
 
@@ -43,7 +44,7 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 			return fmt.Errorf("session %q: %w", id, err)
 		}
 		severe := 0
-		for _, p := range session.Diagnose(items) {
+		for _, p := range history.Diagnose(items) {
 			tag := "warning"
 			if p.Kind.Severe() {
 				tag, severe = "error", severe+1

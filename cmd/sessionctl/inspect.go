@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agentsessions/sessions/history"
 	"github.com/agentsessions/sessions/session"
 )
 
@@ -46,7 +47,7 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	problems := session.Diagnose(items)
+	problems := history.Diagnose(items)
 	bad := corrupt.Reports(pos[1])
 	if *asJSON {
 		type corruptJSON struct {

@@ -7,7 +7,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/agentsessions/sessions/history"
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 // runRepair rewrites one session without its severe problems. It writes a
@@ -43,7 +45,7 @@ func runRepair(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	bad := corrupt.Reports(id)
-	fixed, removed := session.RepairHistory(items, *unanswered)
+	fixed, removed := history.RepairHistory(items, *unanswered)
 	for _, p := range removed {
 		fmt.Fprintf(e.stdout, "remove item %d: %s (%s %s)\n", p.Index, p.Kind, p.Key.Type, p.Key.ID)
 	}
@@ -79,7 +81,7 @@ func runRepair(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-func writeBackup(path, id string, items []session.Item, bad []session.CorruptRecord) error {
+func writeBackup(path, id string, items []session.Item, bad []driver.CorruptRecord) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package session_test
+package history_test
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentsessions/sessions/adapters/memory"
+	"github.com/agentsessions/sessions/history"
 	"github.com/agentsessions/sessions/session"
 )
 
@@ -24,23 +26,23 @@ func TestCallOutputTable(t *testing.T) {
 		"apply_patch_call": "apply_patch_call_output", "computer_call": "computer_call_output",
 		"local_shell_call": "local_shell_call_output", "tool_search_call": "tool_search_output",
 	} {
-		got, ok := session.OutputTypeFor(call)
+		got, ok := history.OutputTypeFor(call)
 		require.True(t, ok, call)
 		require.Equal(t, out, got)
-		back, ok := session.CallTypeFor(out)
+		back, ok := history.CallTypeFor(out)
 		require.True(t, ok)
 		require.Equal(t, call, back)
 		c := session.MustItem(`{"type":"` + call + `","call_id":"c1"}`)
 		o := session.MustItem(`{"type":"` + out + `","call_id":"c1"}`)
-		ck, _ := session.CallKey(c)
-		ok2, _ := session.AnsweredKey(o)
+		ck, _ := history.CallKey(c)
+		ok2, _ := history.AnsweredKey(o)
 		require.Equal(t, ck, ok2, "%s pairs with %s", call, out)
 	}
 	req := session.MustItem(`{"type":"mcp_approval_request","id":"r1"}`)
 	resp := session.MustItem(`{"type":"mcp_approval_response","approval_request_id":"r1","approve":true}`)
-	k1, ok := session.CallKey(req)
+	k1, ok := history.CallKey(req)
 	require.True(t, ok)
-	k2, ok := session.AnsweredKey(resp)
+	k2, ok := history.AnsweredKey(resp)
 	require.True(t, ok)
 	require.Equal(t, k1, k2)
 }
@@ -49,7 +51,7 @@ func TestPruneOrphans(t *testing.T) {
 	tests := []struct {
 		name string
 		in   []string
-		opts session.PruneOptions
+		opts history.PruneOptions
 		want []string
 	}{
 		{
@@ -88,7 +90,7 @@ func TestPruneOrphans(t *testing.T) {
 				`{"type":"mcp_approval_response","approval_request_id":"r0"}`,
 				`{"type":"function_call_output","call_id":"gone"}`,
 			},
-			opts: session.PruneOptions{DropOrphanOutputs: true},
+			opts: history.PruneOptions{DropOrphanOutputs: true},
 			want: []string{"mcp_approval_request:r1"},
 		},
 		{
@@ -116,7 +118,7 @@ func TestPruneOrphans(t *testing.T) {
 				`{"type":"function_call","call_id":"a"}`,
 				`{"type":"function_call","call_id":"b"}`,
 			},
-			opts: session.PruneOptions{CallEligible: func(i int) bool { return i == 1 }},
+			opts: history.PruneOptions{CallEligible: func(i int) bool { return i == 1 }},
 			want: []string{"function_call:a"},
 		},
 	}
@@ -124,7 +126,7 @@ func TestPruneOrphans(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			items, err := session.Items(tc.in...)
 			require.NoError(t, err)
-			got := session.Keep(items, session.PruneOrphans(items, tc.opts))
+			got := keepFlagged(items, history.PruneOrphans(items, tc.opts))
 			require.Equal(t, tc.want, types(got))
 		})
 	}
@@ -142,28 +144,29 @@ func TestModelInputNeverStartsWithAnOrphanOutput(t *testing.T) {
 	)
 	require.NoError(t, err)
 	require.NoError(t, s.AddItems(ctx, items))
-	got, err := session.ModelInput(ctx, s, 3)
+	got, err := history.ModelInput(ctx, s, 3)
 	require.NoError(t, err)
 	require.Equal(t, []string{"message:"}, types(got),
 		"the window cut a's call off, so its output goes; b has no output yet, so it goes")
-	got, err = session.ModelInput(ctx, s, 4)
+	got, err = history.ModelInput(ctx, s, 4)
 	require.NoError(t, err)
 	require.Equal(t, []string{"function_call:a", "function_call_output:a", "message:"}, types(got))
 }
 
-func TestItemFields(t *testing.T) {
-	it := session.MustItem(`{"Type":"upper","type":"function_call","call_id":"c","id":5,"call_id":"c2"}`)
-	require.Equal(t, "function_call", it.Type(), "keys match exactly, not case-insensitively")
-	require.Equal(t, "c2", it.CallID(), "the last duplicate wins, as in Python")
-	require.Equal(t, "", it.ID(), "a non-string id is no id")
-	require.False(t, it.HasField("missing"))
-	var zero session.Item
-	require.False(t, zero.Valid())
-	_, err := zero.MarshalJSON()
-	require.ErrorIs(t, err, session.ErrInvalidItem)
-	b := []byte(`{"a":1}`)
-	n, err := session.NewItem(b)
+// keepFlagged returns the items whose flag is set, in order.
+func keepFlagged(items []session.Item, flags []bool) []session.Item {
+	var out []session.Item
+	for i, it := range items {
+		if flags[i] {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+func newMem(t *testing.T) *memory.Session {
+	t.Helper()
+	s, err := memory.NewSession("s")
 	require.NoError(t, err)
-	b[2] = 'X'
-	require.Equal(t, `{"a":1}`, n.String(), "NewItem copies")
+	return s
 }

@@ -1,4 +1,4 @@
-package session
+package history
 
 import (
 	"crypto/sha256"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/agentsessions/sessions/internal/pyjson"
+	"github.com/agentsessions/sessions/session"
 )
 
 // SDK-only metadata keys the Python SDK strips before fingerprinting and
@@ -20,41 +21,28 @@ var (
 	dropMetaAndID = []string{MetaToolDescription, MetaToolTitle, "id"}
 )
 
-// IDInsensitive is implemented by sessions whose backend rewrites item ids
-// (the Python SDK's Conversations session): their digests ignore the
-// top-level "id".
-type IDInsensitive interface {
-	IgnoreIDsForMatching() bool
-}
-
-// IgnoresIDs reports whether digests for s should ignore item ids.
-func IgnoresIDs(s Session) bool {
-	i, ok := s.(IDInsensitive)
-	return ok && i.IgnoreIDsForMatching()
-}
-
 // Fingerprint returns the Python SDK's fingerprint of it: json.dumps of the
 // item without the SDK metadata keys (and without the top-level "id" when
 // ignoreIDs), with sort_keys=True and Python's default separators and ASCII
 // escaping, byte for byte.
-func Fingerprint(it Item, ignoreIDs bool) (string, error) {
+func Fingerprint(it session.Item, ignoreIDs bool) (string, error) {
 	if !it.Valid() {
-		return "", ErrInvalidItem
+		return "", session.ErrInvalidItem
 	}
 	drop := dropMeta
 	if ignoreIDs {
 		drop = dropMetaAndID
 	}
-	b, err := pyjson.Dumps(it.raw, pyjson.Options{SortKeys: true, EnsureASCII: true, DropTopLevel: drop})
+	b, err := pyjson.Dumps(it.Bytes(), pyjson.Options{SortKeys: true, EnsureASCII: true, DropTopLevel: drop})
 	if err != nil {
-		return "", fmt.Errorf("session: fingerprint: %w", err)
+		return "", fmt.Errorf("history: fingerprint: %w", err)
 	}
 	return string(b), nil
 }
 
 // Digest returns the hex SHA-256 of it's Fingerprint: the digest the Python
 // SDK records for pending Session writes.
-func Digest(it Item, ignoreIDs bool) (string, error) {
+func Digest(it session.Item, ignoreIDs bool) (string, error) {
 	fp, err := Fingerprint(it, ignoreIDs)
 	if err != nil {
 		return "", err
@@ -64,7 +52,7 @@ func Digest(it Item, ignoreIDs bool) (string, error) {
 }
 
 // Digests returns the Digest of each item.
-func Digests(items []Item, ignoreIDs bool) ([]string, error) {
+func Digests(items []session.Item, ignoreIDs bool) ([]string, error) {
 	out := make([]string, len(items))
 	for i, it := range items {
 		d, err := Digest(it, ignoreIDs)

@@ -1,6 +1,10 @@
-package session
+package history
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/agentsessions/sessions/session"
+)
 
 // callOutputTypes is the canonical call → output pairing of the Responses
 // API (the Python SDK's _TOOL_CALL_TO_OUTPUT_TYPE), stable across releases.
@@ -45,7 +49,7 @@ func CallTypeFor(outputType string) (string, bool) {
 
 // IsCall reports whether it is a tool call of the call/output table or an
 // MCP approval request.
-func IsCall(it Item) bool {
+func IsCall(it session.Item) bool {
 	t := it.Type()
 	_, ok := callOutputTypes[t]
 	return ok || t == TypeMCPApprovalRequest
@@ -53,7 +57,7 @@ func IsCall(it Item) bool {
 
 // IsOutput reports whether it is a tool output of the call/output table or
 // an MCP approval response.
-func IsOutput(it Item) bool {
+func IsOutput(it session.Item) bool {
 	t := it.Type()
 	_, ok := outputCallTypes[t]
 	return ok || t == TypeMCPApprovalResponse
@@ -68,7 +72,7 @@ type PairKey struct {
 
 // CallKey returns the key of a call item. ok is false for anything else,
 // and for a call without a string id.
-func CallKey(it Item) (PairKey, bool) {
+func CallKey(it session.Item) (PairKey, bool) {
 	t := it.Type()
 	if t == TypeMCPApprovalRequest {
 		id := it.ID()
@@ -83,7 +87,7 @@ func CallKey(it Item) (PairKey, bool) {
 
 // AnsweredKey returns the key of the call an output item answers. ok is
 // false for anything else, and for an output without a string id.
-func AnsweredKey(it Item) (PairKey, bool) {
+func AnsweredKey(it session.Item) (PairKey, bool) {
 	t := it.Type()
 	if t == TypeMCPApprovalResponse {
 		id, _ := it.StringField("approval_request_id")
@@ -119,7 +123,7 @@ type PruneOptions struct {
 // MCP approval requests are not calls of the table and are never dropped
 // here; with DropOrphanOutputs an approval response whose request is absent
 // is dropped.
-func PruneOrphans(items []Item, opts PruneOptions) []bool {
+func PruneOrphans(items []session.Item, opts PruneOptions) []bool {
 	keep := make([]bool, len(items))
 	outputs := make(map[PairKey]bool)
 	calls := make(map[PairKey]bool)
@@ -196,13 +200,13 @@ func PruneOrphans(items []Item, opts PruneOptions) []bool {
 
 // DropOrphanCalls returns the items that survive PruneOrphans with no
 // options, in order.
-func DropOrphanCalls(items []Item) []Item {
-	return Keep(items, PruneOrphans(items, PruneOptions{}))
+func DropOrphanCalls(items []session.Item) []session.Item {
+	return kept(items, PruneOrphans(items, PruneOptions{}))
 }
 
-// Keep returns the items whose keep flag is set, in order.
-func Keep(items []Item, keep []bool) []Item {
-	out := make([]Item, 0, len(items))
+// kept returns the items whose keep flag is set, in order.
+func kept(items []session.Item, keep []bool) []session.Item {
+	out := make([]session.Item, 0, len(items))
 	for i, it := range items {
 		if keep[i] {
 			out = append(out, it)
@@ -211,7 +215,7 @@ func Keep(items []Item, keep []bool) []Item {
 	return out
 }
 
-func callerID(it Item) string {
+func callerID(it session.Item) string {
 	raw, ok := it.Field("caller")
 	if !ok || len(raw) == 0 || raw[0] != '{' {
 		return ""

@@ -1,6 +1,10 @@
-package session
+package history
 
-import "context"
+import (
+	"context"
+
+	"github.com/agentsessions/sessions/session"
+)
 
 // ModelInput reads the newest n items of s for a model call and makes the
 // window safe to send: an output whose call fell outside the window is
@@ -8,8 +12,8 @@ import "context"
 // function call output"), a call whose output is missing is dropped, and a
 // reasoning item goes with the call it precedes. The result may therefore
 // hold fewer than n items. n follows Latest's rules.
-func ModelInput(ctx context.Context, s Session, n int) ([]Item, error) {
-	items, err := Latest(ctx, s, n)
+func ModelInput(ctx context.Context, s session.Session, n int) ([]session.Item, error) {
+	items, err := session.Latest(ctx, s, n)
 	if err != nil {
 		return nil, err
 	}
@@ -18,6 +22,6 @@ func ModelInput(ctx context.Context, s Session, n int) ([]Item, error) {
 
 // SafeWindow prunes a window cut out of a longer history as ModelInput
 // does.
-func SafeWindow(items []Item) []Item {
-	return Keep(items, PruneOrphans(items, PruneOptions{DropOrphanOutputs: true}))
+func SafeWindow(items []session.Item) []session.Item {
+	return kept(items, PruneOrphans(items, PruneOptions{DropOrphanOutputs: true}))
 }

@@ -1,17 +1,20 @@
-package session_test
+package history_test
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentsessions/sessions/internal/sharedfiles"
+	"github.com/agentsessions/sessions/history"
 	"github.com/agentsessions/sessions/session"
 )
 
 func TestDigestsMatchPythonGoldenVectors(t *testing.T) {
-	raw := sharedfiles.Read(t, "fixtures", "digests.json")
+	raw, err := os.ReadFile(filepath.Join("testdata", "digests.json"))
+	require.NoError(t, err)
 	var doc struct {
 		Vectors []struct {
 			ItemJSON    string `json:"item_json"`
@@ -25,10 +28,10 @@ func TestDigestsMatchPythonGoldenVectors(t *testing.T) {
 	for _, v := range doc.Vectors {
 		it, err := session.ParseItem(v.ItemJSON)
 		require.NoError(t, err)
-		fp, err := session.Fingerprint(it, v.IgnoreIDs)
+		fp, err := history.Fingerprint(it, v.IgnoreIDs)
 		require.NoError(t, err)
 		require.Equal(t, v.Fingerprint, fp, v.ItemJSON)
-		d, err := session.Digest(it, v.IgnoreIDs)
+		d, err := history.Digest(it, v.IgnoreIDs)
 		require.NoError(t, err)
 		require.Equal(t, v.SHA256, d, v.ItemJSON)
 	}

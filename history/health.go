@@ -1,4 +1,6 @@
-package session
+package history
+
+import "github.com/agentsessions/sessions/session"
 
 // ProblemKind names a defect of a stored history.
 type ProblemKind string
@@ -30,7 +32,7 @@ type Problem struct {
 // an earlier call, every repeated output, and every call never answered.
 // MCP approval requests without a response are not problems: they wait for
 // a human.
-func Diagnose(items []Item) []Problem {
+func Diagnose(items []session.Item) []Problem {
 	var out []Problem
 	called := map[PairKey]int{} // call key -> index of the call
 	answered := map[PairKey]bool{}
@@ -73,7 +75,7 @@ func sortProblems(ps []Problem) {
 // (orphan and duplicate outputs) and, with dropUnanswered, without
 // unanswered calls and the reasoning items right before them; it also
 // returns the problems it removed.
-func RepairHistory(items []Item, dropUnanswered bool) ([]Item, []Problem) {
+func RepairHistory(items []session.Item, dropUnanswered bool) ([]session.Item, []Problem) {
 	drop := make([]bool, len(items))
 	var removed []Problem
 	for _, p := range Diagnose(items) {
@@ -94,5 +96,5 @@ func RepairHistory(items []Item, dropUnanswered bool) ([]Item, []Problem) {
 		}
 		next = drop[i]
 	}
-	return Keep(items, keep), removed
+	return kept(items, keep), removed
 }

@@ -1,10 +1,11 @@
-package session_test
+package history_test
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentsessions/sessions/history"
 	"github.com/agentsessions/sessions/session"
 )
 
@@ -22,28 +23,28 @@ func TestDiagnoseAndRepair(t *testing.T) {
 		`{"type":"function_call","call_id":"pending"}`,
 	)
 	require.NoError(t, err)
-	ps := session.Diagnose(items)
-	kinds := map[int]session.ProblemKind{}
+	ps := history.Diagnose(items)
+	kinds := map[int]history.ProblemKind{}
 	for _, p := range ps {
 		kinds[p.Index] = p.Kind
 	}
-	require.Equal(t, map[int]session.ProblemKind{
-		1: session.ProblemOrphanOutput,
-		4: session.ProblemDuplicateOutput,
-		5: session.ProblemOrphanOutput, // output before its call
-		6: session.ProblemUnansweredCall,
-		9: session.ProblemUnansweredCall,
+	require.Equal(t, map[int]history.ProblemKind{
+		1: history.ProblemOrphanOutput,
+		4: history.ProblemDuplicateOutput,
+		5: history.ProblemOrphanOutput, // output before its call
+		6: history.ProblemUnansweredCall,
+		9: history.ProblemUnansweredCall,
 	}, kinds)
 
-	fixed, removed := session.RepairHistory(items, false)
+	fixed, removed := history.RepairHistory(items, false)
 	require.Len(t, removed, 3)
 	require.Len(t, fixed, 7)
-	for _, p := range session.Diagnose(fixed) {
+	for _, p := range history.Diagnose(fixed) {
 		require.False(t, p.Kind.Severe(), "a repaired history has no severe problem: %+v", p)
 	}
-	fixed, removed = session.RepairHistory(items, true)
+	fixed, removed = history.RepairHistory(items, true)
 	require.Len(t, removed, 5)
 	require.Equal(t, []string{":", "function_call:a", "function_call_output:a", "mcp_approval_request:r1"}, types(fixed),
 		"the reasoning item before a dropped call goes with it")
-	require.Empty(t, session.Diagnose(fixed))
+	require.Empty(t, history.Diagnose(fixed))
 }

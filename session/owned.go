@@ -1,0 +1,28 @@
+package session
+
+import (
+	"fmt"
+
+	"github.com/agentsessions/sessions/session/internal/owned"
+)
+
+func init() {
+	owned.Item = func(b []byte) (any, error) {
+		if err := checkObject(b); err != nil {
+			return Item{}, fmt.Errorf("%w: %w", ErrCorruptRecord, err)
+		}
+		return wrap(b), nil
+	}
+	owned.ValidateBatch = func(items any) error { return validateBatch(items.([]Item)) }
+}
+
+// validateBatch checks that every item of a batch is valid, so that nothing
+// is written for a batch that AddItems would refuse.
+func validateBatch(items []Item) error {
+	for i, it := range items {
+		if !it.Valid() {
+			return &ItemError{Index: i}
+		}
+	}
+	return nil
+}
