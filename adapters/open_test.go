@@ -3,30 +3,15 @@ package adapters_test
 import (
 	"context"
 	"errors"
-	"net/url"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentsessions/sessions/adapters"
+	_ "github.com/agentsessions/sessions/adapters/all"
 	"github.com/agentsessions/sessions/session"
 )
-
-func TestSQLitePathForms(t *testing.T) {
-	for raw, want := range map[string]string{
-		"sqlite:///var/lib/agent/s.db": "/var/lib/agent/s.db",
-		"sqlite://rel/dir/s.db":        "rel/dir/s.db",
-		"sqlite:rel/s.db":              "rel/s.db",
-		"sqlite::memory:":              ":memory:",
-	} {
-		u, err := url.Parse(raw)
-		require.NoError(t, err)
-		got, err := adapters.SQLitePath(u)
-		require.NoError(t, err, raw)
-		require.Equal(t, want, got, raw)
-	}
-}
 
 func TestOpenRefusesBadURLs(t *testing.T) {
 	ctx := context.Background()

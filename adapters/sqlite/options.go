@@ -53,6 +53,12 @@ type Options struct {
 	// someone else's job (a migration tool, a read-only role) and Open and
 	// OpenDB only check that both tables exist.
 	SkipCreateTables bool
+	// ReadOnly opens the database file read-only (SQLite's mode=ro) and
+	// creates nothing: a missing file is an error wrapping fs.ErrNotExist,
+	// missing tables an error wrapping ErrNoSchema, and writes fail. The
+	// journal mode is left as the file has it. It implies
+	// SkipCreateTables, and cannot be used with ":memory:".
+	ReadOnly bool
 }
 
 var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
@@ -106,13 +112,31 @@ func DSN(path string, opts Options) (string, error) {
 		ms = 1
 	}
 	params := "_pragma=" + url.QueryEscape("busy_timeout("+strconv.FormatInt(ms, 10)+")") +
-		"&_pragma=" + url.QueryEscape("foreign_keys(1)") +
-		"&_pragma=" + url.QueryEscape("journal_mode(WAL)")
+		"&_pragma=" + url.QueryEscape("foreign_keys(1)")
+	if o.ReadOnly {
+		// Only a "file:" URI reaches SQLite with its parameters.
+		if !strings.HasPrefix(path, "file:") {
+			path = fileURI(path)
+		}
+		params += "&mode=ro"
+	} else {
+		params += "&_pragma=" + url.QueryEscape("journal_mode(WAL)")
+	}
 	sep := "?"
 	if strings.Contains(path, "?") {
 		sep = "&"
 	}
 	return path + sep + params, nil
+}
+
+// fileURI returns the "file:" URI of a file path, escaping the characters
+// a URI gives a meaning to.
+func fileURI(path string) string {
+	esc := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+	if strings.HasPrefix(path, "/") {
+		return "file://" + esc
+	}
+	return "file:" + esc
 }
 
 // inMemory reports whether path names an in-memory database, which lives

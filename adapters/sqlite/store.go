@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
+	"strings"
 	"sync/atomic"
 
 	_ "modernc.org/sqlite" // the pure-Go driver, registered as "sqlite"
@@ -47,6 +49,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
+	}
+	if o.ReadOnly {
+		if err := checkReadOnlyPath(path); err != nil {
+			return nil, err
+		}
 	}
 	dsn, err := DSN(path, o)
 	if err != nil {
@@ -97,7 +104,7 @@ func OpenDB(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 
 func newStore(ctx context.Context, db *sql.DB, owned, memory bool, o Options) (*Store, error) {
 	st := &Store{db: db, owned: owned, memory: memory, opts: o, q: newQueries(o), writers: make(chan struct{}, 1)}
-	if err := st.ensureSchema(ctx, o.SkipCreateTables); err != nil {
+	if err := st.ensureSchema(ctx, o.SkipCreateTables || o.ReadOnly); err != nil {
 		return nil, err
 	}
 	return st, nil
@@ -163,4 +170,19 @@ func (st *Store) wrap(ctx context.Context, op string, err error) error {
 		return fmt.Errorf("sqlite: %s: %w: %w", op, session.ErrBatchTooLarge, err)
 	}
 	return fmt.Errorf("sqlite: %s: %w", op, err)
+}
+
+// checkReadOnlyPath refuses, before SQLite sees it, a path Options.ReadOnly
+// cannot open: an in-memory database, or a file that does not exist.
+func checkReadOnlyPath(path string) error {
+	if inMemory(path) {
+		return fmt.Errorf("%w: ReadOnly with an in-memory database, which would be empty", ErrInvalidOptions)
+	}
+	if strings.HasPrefix(path, "file:") {
+		return nil // SQLite reports a missing file itself: mode=ro never creates one
+	}
+	if _, err := os.Stat(path); err != nil {
+		return fmt.Errorf("sqlite: open %q read-only: %w", path, err)
+	}
+	return nil
 }

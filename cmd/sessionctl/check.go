@@ -138,7 +138,7 @@ func (h *dsnHarness) Declared() session.Capabilities { return h.main.Declared() 
 // AppendRaw writes a record the adapter would refuse, when the backend
 // allows it.
 func (h *dsnHarness) AppendRaw(ctx context.Context, id string, raw []byte) error {
-	r, ok := h.main.(adapters.Raw)
+	r, ok := h.main.(driver.RawAppender)
 	if !ok {
 		return fmt.Errorf("%w: raw writes", session.ErrUnsupported)
 	}

@@ -1,17 +1,12 @@
 package main
 
 import (
-	"net/url"
 	"strings"
+
+	"github.com/agentsessions/sessions/adapters"
 )
 
 func isMemory(dsn string) bool { return strings.HasPrefix(strings.ToLower(dsn), "memory:") }
 
 // redactDSN hides a password in a store URL for output.
-func redactDSN(dsn string) string {
-	u, err := url.Parse(dsn)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return u.Redacted()
-}
+func redactDSN(dsn string) string { return adapters.Redact(dsn) }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/agentsessions/sessions/adapters"
+	_ "github.com/agentsessions/sessions/adapters/all" // every backend's URL scheme
 	"github.com/agentsessions/sessions/conformance"
 )
 

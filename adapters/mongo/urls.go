@@ -1,0 +1,178 @@
+package mongo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/agentsessions/sessions/adapters"
+	"github.com/agentsessions/sessions/session"
+)
+
+// Schemes are the URL schemes of MongoDB stores.
+var Schemes = []string{"mongodb", "mongodb+srv"}
+
+// URLOptions are the query options the adapter takes; every other option
+// is the driver's own connection-string option, validated by the driver.
+var URLOptions = []string{"sessions_collection", "messages_collection", "ttl", "max_batch_bytes"}
+
+func init() {
+	for _, s := range Schemes {
+		adapters.Register(s, URLOpener{})
+	}
+}
+
+// URLOpener opens mongodb:// and mongodb+srv:// URLs; the database is the
+// URL's path (default "agents"). Options: sessions_collection (default
+// agent_sessions), messages_collection (default agent_messages), ttl
+// (Options.TTL, default 0: never expire) and max_batch_bytes
+// (Options.MaxBatchBytes, default and most 16 MiB).
+//
+// Opening creates nothing. With adapters.Options.ReadOnly the Store never
+// creates indexes, which its reads otherwise do on first use.
+type URLOpener struct{}
+
+// OpenStoreURL connects to the deployment u names.
+func (URLOpener) OpenStoreURL(ctx context.Context, u *url.URL, o adapters.Options) (adapters.Store, error) {
+	q, err := adapters.ParsePassthroughQuery(u, URLOptions...)
+	if err != nil {
+		return nil, err
+	}
+	opts := Options{
+		SessionsCollection: q.Get("sessions_collection"),
+		MessagesCollection: q.Get("messages_collection"),
+		OnCorrupt:          o.OnCorrupt,
+	}
+	for _, name := range []string{"sessions_collection", "messages_collection"} {
+		if q.Has(name) {
+			if err := ValidCollectionName(q.Get(name)); err != nil {
+				return nil, fmt.Errorf("%w: option %s: %w", adapters.ErrInvalidDSN, name, err)
+			}
+		}
+	}
+	if opts.TTL, err = q.Duration("ttl"); err != nil {
+		return nil, err
+	}
+	if opts.MaxBatchBytes, err = q.Int("max_batch_bytes"); err != nil {
+		return nil, err
+	}
+	if _, err := opts.withDefaults(); err != nil {
+		return nil, fmt.Errorf("%w: %w", adapters.ErrInvalidDSN, err)
+	}
+	uri := q.DriverURL(u)
+	db, err := databaseFromURI(uri)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", adapters.ErrInvalidDSN, err)
+	}
+	if db != "" {
+		if err := validDatabaseName(db); err != nil {
+			return nil, fmt.Errorf("%w: %w", adapters.ErrInvalidDSN, err)
+		}
+	}
+	st, err := Open(ctx, uri, opts)
+	if err != nil {
+		return nil, err
+	}
+	if o.ReadOnly {
+		st.idxMu.Lock()
+		st.idxDone = true // reads find what is there, and make no index
+		st.idxMu.Unlock()
+	}
+	closeStore := func() error { return st.Close(context.Background()) }
+	base, err := adapters.NewStore(st.Session, closeStore)
+	if err != nil {
+		_ = closeStore()
+		return nil, err
+	}
+	return &urlStore{Store: base, st: st}, nil
+}
+
+// ValidCollectionName reports why name cannot name a collection of the
+// adapter: empty, longer than 120 bytes, not UTF-8, holding '$' or NUL,
+// starting with '.' or "system." (the server's own collections).
+func ValidCollectionName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("empty collection name")
+	case len(name) > 120:
+		return fmt.Errorf("collection name of %d bytes (at most 120)", len(name))
+	case !utf8.ValidString(name):
+		return fmt.Errorf("collection name %q is not UTF-8", name)
+	case strings.ContainsAny(name, "$\x00"):
+		return fmt.Errorf("collection name %q holds '$' or NUL", name)
+	case strings.HasPrefix(name, ".") || strings.HasSuffix(name, "."):
+		return fmt.Errorf("collection name %q starts or ends with '.'", name)
+	case strings.HasPrefix(name, "system."):
+		return fmt.Errorf("collection name %q is in the server's system namespace", name)
+	}
+	return nil
+}
+
+// validDatabaseName reports why name cannot name a database.
+func validDatabaseName(name string) error {
+	switch {
+	case len(name) > 63:
+		return fmt.Errorf("database name of %d bytes (at most 63)", len(name))
+	case !utf8.ValidString(name):
+		return fmt.Errorf("database name %q is not UTF-8", name)
+	case strings.ContainsAny(name, "/\\. \"$*<>:|?\x00"):
+		return fmt.Errorf(`database name %q holds one of / \ . " $ * < > : | ? space NUL`, name)
+	}
+	return nil
+}
+
+// urlStore is a Store opened from a URL.
+type urlStore struct {
+	adapters.Store
+	st *Store
+}
+
+// ListSessions lists the sessions that have a session document, sorted.
+func (s *urlStore) ListSessions(ctx context.Context) ([]string, error) {
+	if s.st.closed.Load() {
+		return nil, session.ErrClosed
+	}
+	var ids []string
+	if err := s.st.sessions.Distinct(ctx, fSessionID, bson.D{}).Decode(&ids); err != nil {
+		return nil, fmt.Errorf("mongo: list sessions: %w", err)
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// AppendRaw stores raw, unvalidated, as the next record of session id: it
+// reserves a seq as every write does, then inserts a one-record batch.
+func (s *urlStore) AppendRaw(ctx context.Context, id string, raw []byte) error {
+	h, err := s.st.Session(id)
+	if err != nil {
+		return err
+	}
+	if err := s.st.ensureIndexes(ctx); err != nil {
+		return fmt.Errorf("mongo: append raw: %w", err)
+	}
+	sd, now, err := h.reserve(ctx, 1)
+	if err != nil {
+		return fmt.Errorf("mongo: append raw: %w", err)
+	}
+	d := bson.D{
+		{Key: "_id", Value: bson.NewObjectID()},
+		{Key: fSessionID, Value: id},
+		{Key: fMsgSeq, Value: sd.Seq},
+		{Key: fMsgGeneration, Value: sd.Generation},
+		{Key: fMessageData, Value: bson.A{string(raw)}},
+		{Key: fCreatedAt, Value: now},
+	}
+	if exp := s.st.messageExpiryPtr(now); exp != nil {
+		d = append(d, bson.E{Key: fExpiresAt, Value: *exp})
+	}
+	if _, err := s.st.messages.InsertOne(ctx, d); err != nil {
+		return fmt.Errorf("mongo: append raw: %w", err)
+	}
+	return nil
+}

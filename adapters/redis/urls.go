@@ -1,0 +1,164 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/agentsessions/sessions/adapters"
+)
+
+// Schemes are the URL schemes of Redis stores (see Open for their forms).
+var Schemes = []string{"redis", "rediss", "unix", "redis+cluster", "rediss+cluster", "redis+sentinel", "rediss+sentinel"}
+
+// URLOptions are the query options the adapter takes; every other option
+// is go-redis's own (dial_timeout, pool_size, …), validated by go-redis.
+var URLOptions = []string{"key_prefix", "layout", "ttl", "refresh_on_read", "max_batch_bytes"}
+
+func init() {
+	for _, s := range Schemes {
+		adapters.Register(s, URLOpener{})
+	}
+}
+
+// URLOpener opens the Redis URLs Open accepts. Options: key_prefix
+// (Options.KeyPrefix, default "agents:session"), layout (native or python,
+// default native), ttl (Options.TTL, default 0: never expire),
+// refresh_on_read (default false) and max_batch_bytes (Options.MaxBatchBytes,
+// default 64 MiB, negative for no limit). Opening creates nothing, so
+// adapters.Options.ReadOnly needs nothing more.
+type URLOpener struct{}
+
+// OpenStoreURL connects to the deployment u names.
+func (URLOpener) OpenStoreURL(ctx context.Context, u *url.URL, o adapters.Options) (adapters.Store, error) {
+	q, err := adapters.ParsePassthroughQuery(u, URLOptions...)
+	if err != nil {
+		return nil, err
+	}
+	opts := Options{KeyPrefix: q.Get("key_prefix"), OnCorrupt: o.OnCorrupt}
+	switch l, err := q.OneOf("layout", "native", "python"); {
+	case err != nil:
+		return nil, err
+	case l == "python":
+		opts.Layout = LayoutPython
+	}
+	if opts.TTL, err = q.Duration("ttl"); err != nil {
+		return nil, err
+	}
+	if opts.RefreshOnRead, err = q.Bool("refresh_on_read"); err != nil {
+		return nil, err
+	}
+	if v := q.Get("max_batch_bytes"); v != "" {
+		if opts.MaxBatchBytes, err = strconv.Atoi(v); err != nil {
+			return nil, adapters.BadOption("max_batch_bytes", v, "an integer")
+		}
+	}
+	if _, err := opts.normalize(); err != nil {
+		return nil, fmt.Errorf("%w: %w", adapters.ErrInvalidDSN, err)
+	}
+	st, err := Open(ctx, q.DriverURL(u), opts)
+	if err != nil {
+		return nil, err
+	}
+	base, err := adapters.NewStore(st.Session, st.Close)
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	return &urlStore{Store: base, st: st}, nil
+}
+
+// urlStore is a Store opened from a URL.
+type urlStore struct {
+	adapters.Store
+	st *Store
+}
+
+// ListSessions scans every primary for the layout's item lists and
+// returns the session ids, sorted.
+func (s *urlStore) ListSessions(ctx context.Context) ([]string, error) {
+	return s.st.listSessions(ctx)
+}
+
+// AppendRaw pushes raw onto session id's item list, unvalidated.
+func (s *urlStore) AppendRaw(ctx context.Context, id string, raw []byte) error {
+	h, err := s.st.Session(id)
+	if err != nil {
+		return err
+	}
+	return s.st.client.RPush(ctx, h.keys[0], raw).Err()
+}
+
+// listSessions scans every primary for the layout's item lists.
+func (st *Store) listSessions(ctx context.Context) ([]string, error) {
+	prefix := st.opts.KeyPrefix
+	match := globEscape(prefix) + ":{*}" + itemsSuffix
+	if st.opts.Layout == LayoutPython {
+		match = globEscape(prefix) + ":*" + pythonMessagesSuffix
+	}
+	var mu sync.Mutex // ForEachMaster scans the primaries concurrently
+	seen := map[string]bool{}
+	scan := func(ctx context.Context, c goredis.UniversalClient) error {
+		it := c.Scan(ctx, 0, match, 1000).Iterator()
+		for it.Next(ctx) {
+			if id, ok := st.itemsKeyID(it.Val()); ok {
+				mu.Lock()
+				seen[id] = true
+				mu.Unlock()
+			}
+		}
+		return it.Err()
+	}
+	var err error
+	if cc, ok := st.client.(*goredis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error { return scan(ctx, c) })
+	} else {
+		err = scan(ctx, st.client)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("redis: list sessions: %w", err)
+	}
+	ids := make([]string, 0, len(seen))
+	for id := range seen {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// itemsKeyID returns the session whose item list key is, in the Store's
+// layout: the id whose first key (Session.Keys) is key.
+func (st *Store) itemsKeyID(key string) (string, bool) {
+	var id string
+	if st.opts.Layout == LayoutPython {
+		rest, ok := strings.CutPrefix(key, st.opts.KeyPrefix+":")
+		if !ok {
+			return "", false
+		}
+		if id, ok = strings.CutSuffix(rest, pythonMessagesSuffix); !ok {
+			return "", false
+		}
+	} else {
+		var kind KeyKind
+		var ok bool
+		if id, kind, ok = ParseKey(st.opts.KeyPrefix, key); !ok || kind != KeyItems {
+			return "", false
+		}
+	}
+	h, err := st.Session(id)
+	if err != nil || h.keys[0] != key {
+		return "", false
+	}
+	return id, true
+}
+
+// globEscape escapes the characters SCAN's MATCH gives a meaning to.
+func globEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`, `]`, `\]`).Replace(s)
+}

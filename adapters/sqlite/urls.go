@@ -1,0 +1,129 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/agentsessions/sessions/adapters"
+)
+
+// Scheme is the URL scheme of SQLite stores (see package adapters).
+const Scheme = "sqlite"
+
+func init() {
+	adapters.Register(Scheme, URLOpener{})
+}
+
+// URLOpener opens sqlite: URLs:
+//
+//	sqlite:///abs/path/sessions.db   the file /abs/path/sessions.db
+//	sqlite://rel/path.db             the file rel/path.db
+//	sqlite:rel/path.db               the same
+//	sqlite::memory:                  a private in-memory database
+//
+// Options: sessions_table (Options.SessionsTable, default agent_sessions),
+// messages_table (Options.MessagesTable, default agent_messages) and
+// busy_timeout (Options.BusyTimeout, default 5s). With
+// adapters.Options.ReadOnly the file is opened read-only (Options.ReadOnly).
+type URLOpener struct{}
+
+// OpenStoreURL opens the database u names.
+func (URLOpener) OpenStoreURL(ctx context.Context, u *url.URL, o adapters.Options) (adapters.Store, error) {
+	path, err := URLPath(u)
+	if err != nil {
+		return nil, err
+	}
+	q, err := adapters.ParseQuery(u, "sessions_table", "messages_table", "busy_timeout")
+	if err != nil {
+		return nil, err
+	}
+	opts := Options{
+		SessionsTable: q.Get("sessions_table"),
+		MessagesTable: q.Get("messages_table"),
+		OnCorrupt:     o.OnCorrupt,
+		ReadOnly:      o.ReadOnly,
+	}
+	if opts.BusyTimeout, err = q.Duration("busy_timeout"); err != nil {
+		return nil, err
+	}
+	if _, err := opts.withDefaults(); err != nil {
+		return nil, fmt.Errorf("%w: %w", adapters.ErrInvalidDSN, err)
+	}
+	st, err := Open(ctx, path, opts)
+	if err != nil {
+		return nil, err
+	}
+	base, err := adapters.NewStore(st.Session, st.Close)
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	return &urlStore{Store: base, st: st}, nil
+}
+
+// URLPath returns the file path of an sqlite: URL: sqlite:///abs/x.db is
+// /abs/x.db, sqlite://rel/x.db and sqlite:rel/x.db are rel/x.db, and
+// sqlite::memory: is ":memory:".
+func URLPath(u *url.URL) (string, error) {
+	var p string
+	switch {
+	case u.Opaque != "":
+		p = u.Opaque
+	case u.Host != "":
+		p = u.Host + u.Path
+	default:
+		p = u.Path
+	}
+	if p == "" {
+		return "", fmt.Errorf("%w: sqlite URL without a path (want sqlite:///path/to/file.db)", adapters.ErrInvalidDSN)
+	}
+	if strings.ContainsRune(p, 0) {
+		return "", fmt.Errorf("%w: NUL in sqlite path", adapters.ErrInvalidDSN)
+	}
+	return p, nil
+}
+
+// urlStore is a Store opened from a URL.
+type urlStore struct {
+	adapters.Store
+	st *Store
+}
+
+// ListSessions lists the sessions that hold items, sorted.
+func (s *urlStore) ListSessions(ctx context.Context) ([]string, error) {
+	if err := s.st.check(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := s.st.db.QueryContext(ctx, `SELECT DISTINCT session_id FROM `+quote(s.st.q.messages)+` ORDER BY session_id`)
+	if err != nil {
+		return nil, s.st.wrap(ctx, "list sessions", err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, s.st.wrap(ctx, "list sessions", err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, s.st.wrap(ctx, "list sessions", rows.Err())
+}
+
+// AppendRaw stores raw, unvalidated, as TEXT in the next row of session
+// id, with the statements AddItems uses.
+func (s *urlStore) AppendRaw(ctx context.Context, id string, raw []byte) error {
+	if _, err := s.st.Session(id); err != nil {
+		return err
+	}
+	return s.st.write(ctx, "append raw", func(ctx context.Context, c *sql.Conn) error {
+		if _, err := c.ExecContext(ctx, s.st.q.upsertSession, id); err != nil {
+			return err
+		}
+		_, err := c.ExecContext(ctx, s.st.q.insertSQL(1), id, string(raw))
+		return err
+	})
+}
