@@ -37,7 +37,8 @@ func startProcess(name, dir, logPath, bin string, args ...string) (*process, err
 }
 
 // startCmd starts cmd, sending its stderr, and its stdout unless already
-// set, to logPath. deathSig is sent to it when the test process dies.
+// set, to logPath. deathSig is sent to it when the test process dies. A
+// SysProcAttr already set (a credential) is kept.
 func startCmd(name, logPath string, cmd *exec.Cmd, deathSig syscall.Signal) (*process, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -47,7 +48,9 @@ func startCmd(name, logPath string, cmd *exec.Cmd, deathSig syscall.Signal) (*pr
 		cmd.Stdout = logf
 	}
 	cmd.Stderr = logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
 	setDeathSignal(cmd.SysProcAttr, deathSig)
 	if err := cmd.Start(); err != nil {
 		logf.Close()

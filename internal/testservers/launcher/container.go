@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -11,18 +12,20 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 	tcmongo "github.com/testcontainers/testcontainers-go/modules/mongodb"
 	tcredis "github.com/testcontainers/testcontainers-go/modules/redis"
+	"github.com/testcontainers/testcontainers-go/wait"
 )
 
 // Images started by "launcher container".
 const (
-	redisImage = "redis:7"
-	mongoImage = "mongo:8"
+	redisImage    = "redis:7"
+	mongoImage    = "mongo:8"
+	postgresImage = "postgres:17"
 )
 
-// runContainer implements "launcher container redis|mongo".
+// runContainer implements "launcher container redis|mongo|postgres".
 func runContainer(args []string) error {
 	if len(args) == 0 {
-		return errors.New("want redis or mongo")
+		return errors.New("want redis, mongo or postgres")
 	}
 	kind := args[0]
 	fs := newFlagSet("container " + kind)
@@ -83,8 +86,10 @@ func startContainer(ctx context.Context, kind string) (testcontainers.Container,
 		}
 		uri, err = directConnection(uri)
 		return c, uri, err
+	case "postgres":
+		return startPostgres(ctx)
 	default:
-		return nil, "", fmt.Errorf("unknown container kind %q (want redis or mongo)", kind)
+		return nil, "", fmt.Errorf("unknown container kind %q (want redis, mongo or postgres)", kind)
 	}
 }
 
@@ -101,4 +106,41 @@ func directConnection(uri string) (string, error) {
 	q.Set("directConnection", "true")
 	u.RawQuery = q.Encode()
 	return u.String(), nil
+}
+
+// startPostgres starts postgres:17 as a generic container (the image's own
+// entrypoint makes the cluster; no module needed): superuser postgres,
+// password postgres, database postgres. The image logs "ready to accept
+// connections" twice, once for its init server and once for the real one.
+func startPostgres(ctx context.Context) (testcontainers.Container, string, error) {
+	c, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
+		ContainerRequest: testcontainers.ContainerRequest{
+			Image:        postgresImage,
+			ExposedPorts: []string{"5432/tcp"},
+			Env:          map[string]string{"POSTGRES_PASSWORD": "postgres"},
+			Cmd:          []string{"postgres", "-c", "fsync=off", "-c", "max_connections=200"},
+			WaitingFor: wait.ForAll(
+				wait.ForLog("database system is ready to accept connections").WithOccurrence(2),
+				wait.ForListeningPort("5432/tcp"),
+			),
+		},
+		Started: true,
+	})
+	if c == nil {
+		return nil, "", fmt.Errorf("start %s: %w", postgresImage, err)
+	}
+	if err != nil {
+		return c, "", fmt.Errorf("start %s: %w", postgresImage, err)
+	}
+	host, err := c.Host(ctx)
+	if err != nil {
+		return c, "", err
+	}
+	port, err := c.MappedPort(ctx, "5432/tcp")
+	if err != nil {
+		return c, "", err
+	}
+	u := url.URL{Scheme: "postgres", User: url.UserPassword("postgres", "postgres"),
+		Host: net.JoinHostPort(host, port.Port()), Path: "/postgres", RawQuery: "sslmode=disable"}
+	return c, u.String(), nil
 }

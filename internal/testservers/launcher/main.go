@@ -7,7 +7,7 @@
 // Usage:
 //
 //	launcher ferretdb -listen 127.0.0.1:PORT -dir DIR
-//	launcher container redis|mongo
+//	launcher container redis|mongo|postgres
 //	launcher docker-ping
 //
 // The server subcommands print one line "READY <url>" on stdout once the
@@ -56,7 +56,7 @@ func main() {
 func usage() {
 	fmt.Fprint(os.Stderr, `usage:
   launcher ferretdb -listen 127.0.0.1:PORT -dir DIR [-stdin=true]
-  launcher container redis|mongo [-stdin=true]
+  launcher container redis|mongo|postgres [-stdin=true]
   launcher docker-ping [-timeout 3s]
 `)
 }
