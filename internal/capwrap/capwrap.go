@@ -1,0 +1,132 @@
+// Package capwrap builds session wrappers that keep exactly the optional
+// capabilities of the session they wrap. A wrapper that always implemented
+// LatestReader would claim O(limit) reads over a session that has none; one
+// that never did would turn a backend's O(limit) reads into full reads. Both
+// break the conformance suite's capability checks (declared = implemented).
+//
+// A wrapper supplies its Core and the Parts the wrapped session supports;
+// Compose returns a value whose method set holds exactly those parts.
+package capwrap
+
+//go:generate go run gen.go
+
+import (
+	"context"
+	"time"
+
+	"github.com/agentsessions/sessions/session"
+)
+
+// Core is the part every wrapper implements: the Session methods, and the
+// two capabilities whose presence is a run-time answer rather than a method
+// set (a wrapper reports what the session it wraps reports).
+type Core interface {
+	session.Session
+	AcceptsRunContext() bool
+	IgnoreIDsForMatching() bool
+}
+
+// Parts are the optional capabilities to add to a Core; a nil field is
+// absent from the composed value.
+type Parts struct {
+	Latest     func(ctx context.Context, n int) ([]session.Item, error)
+	Replace    func(ctx context.Context, items []session.Item) error
+	Expirer    session.Expirer
+	Compaction func(ctx context.Context, args session.CompactionArgs) error
+	// Deferrer is used only with Compaction.
+	Deferrer session.CompactionDeferrer
+}
+
+// Of returns the Parts of inner's own capabilities, each delegating to
+// inner, for wrappers that pass some of them through unchanged.
+func Of(inner session.Session) Parts {
+	var p Parts
+	if l, ok := inner.(session.LatestReader); ok {
+		p.Latest = l.LatestItems
+	}
+	if r, ok := inner.(session.Replacer); ok {
+		p.Replace = r.ReplaceItems
+	}
+	if e, ok := inner.(session.Expirer); ok {
+		p.Expirer = e
+	}
+	if c, ok := inner.(session.CompactionAware); ok {
+		p.Compaction = c.RunCompaction
+	}
+	if d, ok := inner.(session.CompactionDeferrer); ok {
+		p.Deferrer = d
+	}
+	return p
+}
+
+// AcceptsRunContext reports what inner reports, false when it does not say.
+func AcceptsRunContext(inner session.Session) bool {
+	a, ok := inner.(session.RunContextAware)
+	return ok && a.AcceptsRunContext()
+}
+
+// IgnoresIDs reports what inner reports, false when it does not say.
+func IgnoresIDs(inner session.Session) bool {
+	return session.Probe(inner).Has(session.CapIgnoresIDs)
+}
+
+type latestPart struct {
+	f func(ctx context.Context, n int) ([]session.Item, error)
+}
+
+func (p latestPart) LatestItems(ctx context.Context, n int) ([]session.Item, error) {
+	return p.f(ctx, n)
+}
+
+type replacePart struct {
+	f func(ctx context.Context, items []session.Item) error
+}
+
+func (p replacePart) ReplaceItems(ctx context.Context, items []session.Item) error {
+	return p.f(ctx, items)
+}
+
+type expirePart struct{ e session.Expirer }
+
+func (p expirePart) TTL() time.Duration { return p.e.TTL() }
+func (p expirePart) ExpiresIn(ctx context.Context) (time.Duration, bool, error) {
+	return p.e.ExpiresIn(ctx)
+}
+func (p expirePart) Touch(ctx context.Context) error { return p.e.Touch(ctx) }
+
+type compactPart struct {
+	f func(ctx context.Context, args session.CompactionArgs) error
+}
+
+func (p compactPart) RunCompaction(ctx context.Context, args session.CompactionArgs) error {
+	return p.f(ctx, args)
+}
+
+type deferPart struct{ d session.CompactionDeferrer }
+
+func (p deferPart) DeferCompaction(ctx context.Context, responseID string, store *bool) error {
+	return p.d.DeferCompaction(ctx, responseID, store)
+}
+func (p deferPart) DeferredCompaction() (string, bool) { return p.d.DeferredCompaction() }
+
+// mask numbers the parts present, one bit each, as compose_gen.go's switch
+// expects.
+func (p Parts) mask() int {
+	m := 0
+	if p.Latest != nil {
+		m |= 1
+	}
+	if p.Replace != nil {
+		m |= 2
+	}
+	if p.Expirer != nil {
+		m |= 4
+	}
+	if p.Compaction != nil {
+		m |= 8
+		if p.Deferrer != nil {
+			m |= 16
+		}
+	}
+	return m
+}

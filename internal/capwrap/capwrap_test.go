@@ -1,0 +1,66 @@
+package capwrap
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/agentsessions/sessions/session"
+)
+
+type core struct {
+	session.Session
+	aware, ignores bool
+}
+
+func (c core) AcceptsRunContext() bool    { return c.aware }
+func (c core) IgnoreIDsForMatching() bool { return c.ignores }
+
+type fullDeferrer struct{ session.Session }
+
+func (fullDeferrer) TTL() time.Duration                                          { return time.Minute }
+func (fullDeferrer) ExpiresIn(context.Context) (time.Duration, bool, error)      { return 0, false, nil }
+func (fullDeferrer) Touch(context.Context) error                                 { return nil }
+func (fullDeferrer) RunCompaction(context.Context, session.CompactionArgs) error { return nil }
+func (fullDeferrer) DeferCompaction(context.Context, string, *bool) error        { return nil }
+func (fullDeferrer) DeferredCompaction() (string, bool)                          { return "", false }
+
+// TestComposeKeepsExactlyTheParts checks every combination: the composed
+// value probes as having exactly the parts given, and the two run-time
+// answers are the core's.
+func TestComposeKeepsExactlyTheParts(t *testing.T) {
+	full := fullDeferrer{}
+	latest := func(context.Context, int) ([]session.Item, error) { return nil, nil }
+	replace := func(context.Context, []session.Item) error { return nil }
+	for m := 0; m < 32; m++ {
+		if m&16 != 0 && m&8 == 0 {
+			continue
+		}
+		var p Parts
+		want := session.Capabilities(0)
+		if m&1 != 0 {
+			p.Latest, want = latest, want|session.Caps(session.CapLatest)
+		}
+		if m&2 != 0 {
+			p.Replace, want = replace, want|session.Caps(session.CapReplace)
+		}
+		if m&4 != 0 {
+			p.Expirer, want = full, want|session.Caps(session.CapTTL)
+		}
+		if m&8 != 0 {
+			p.Compaction, want = full.RunCompaction, want|session.Caps(session.CapCompaction)
+		}
+		if m&16 != 0 {
+			p.Deferrer, want = full, want|session.Caps(session.CapCompactionDeferral)
+		}
+		for _, c := range []core{{}, {aware: true, ignores: true}} {
+			w := want
+			if c.aware {
+				w |= session.Caps(session.CapRunContext, session.CapIgnoresIDs)
+			}
+			if got := session.Probe(Compose(c, p)); got != w {
+				t.Errorf("mask %d, core %+v: probe %s, want %s", m, c, got, w)
+			}
+		}
+	}
+}
