@@ -48,9 +48,9 @@ type Step struct {
 	Raw json.RawMessage
 }
 
-// NewStep returns a step of kind k, mapping Python's handoff type to
+// newStep returns a step of kind k, mapping Python's handoff type to
 // StepRunAgain.
-func NewStep(k StepKind) Step {
+func newStep(k StepKind) Step {
 	if k == stepHandoff {
 		k = StepRunAgain
 	}
@@ -65,8 +65,10 @@ func NewStep(k StepKind) Step {
 // copies are not interlocked (semantics §3.4: the application serialises access
 // to a Session).
 type Checkpoint struct {
-	// Schema is the label the document was loaded with, or CurrentSchema
-	// for New. MarshalJSON writes the newer of Schema and CurrentSchema.
+	// Schema is the label the document was loaded with, or 1.17 for New.
+	// MarshalJSON writes Schema, raised only as far as a record or the
+	// terminal marker needs (1.17 for an ordinary record or the marker,
+	// 1.18 for a held one); it never writes an older label.
 	Schema string
 	// Step is the current step.
 	Step Step
@@ -79,13 +81,14 @@ type Checkpoint struct {
 	// (terminal_unrecoverable).
 	Terminal bool
 
-	members    []Member                 // the whole document, in order
+	members    []member                 // the whole document, in order
 	inProgress bool                     // live guard, never serialised
 	folded     map[history.PairKey]bool // call keys folded into the held batch this turn
 }
 
-// New returns an empty checkpoint labelled CurrentSchema.
-func New() *Checkpoint { return &Checkpoint{Schema: CurrentSchema} }
+// New returns an empty checkpoint labelled 1.17, the label the Python SDK
+// writes for a run state without a held record.
+func New() *Checkpoint { return &Checkpoint{Schema: pendingWriteSchema} }
 
 // Load reads a whole RunState JSON document. Every refusal is a *LoadError
 // wrapping ErrInvalidDocument, ErrInvalidPendingWrite,
@@ -142,9 +145,9 @@ func (cp *Checkpoint) load(data []byte) error {
 	label, isStr := jsonString(raw)
 	switch {
 	case !ok:
-		return loadErr(ErrUnsupportedSchema, RuleSchema, "missing $schemaVersion; supported: %s", strings.Join(SupportedSchemas(), ", "))
+		return loadErr(ErrUnsupportedSchema, RuleSchema, "missing $schemaVersion; supported: %s", strings.Join(supportedSchemas(), ", "))
 	case !isStr || !supported(label):
-		return loadErr(ErrUnsupportedSchema, RuleSchema, "unsupported $schemaVersion %s; supported: %s", clip(raw), strings.Join(SupportedSchemas(), ", "))
+		return loadErr(ErrUnsupportedSchema, RuleSchema, "unsupported $schemaVersion %s; supported: %s", clip(raw), strings.Join(supportedSchemas(), ", "))
 	}
 	cp.Schema = label
 
@@ -171,8 +174,8 @@ func (cp *Checkpoint) load(data []byte) error {
 		if string(raw) != "true" {
 			return loadErr(ErrInvalidTerminalMarker, RuleTerminalMarker, "must be true, got %s", clip(raw))
 		}
-		if CompareSchemas(label, MinPendingWriteSchema) < 0 {
-			return loadErr(ErrInvalidTerminalMarker, RuleTerminalMarker, "needs schema %s or newer, the document is %s", MinPendingWriteSchema, label)
+		if compareSchemas(label, pendingWriteSchema) < 0 {
+			return loadErr(ErrInvalidTerminalMarker, RuleTerminalMarker, "needs schema %s or newer, the document is %s", pendingWriteSchema, label)
 		}
 		cp.Terminal = true
 	}
@@ -215,7 +218,7 @@ func decodeStep(raw json.RawMessage) (Step, error) {
 
 // interruptionIDs collects the call ids and ids of an interruption step's
 // raw items (Python's _pending_approval_call_ids).
-func interruptionIDs(step []Member) []string {
+func interruptionIDs(step []member) []string {
 	data, _ := lookup(step, "data")
 	dm, err := members(data)
 	if err != nil {
@@ -244,26 +247,51 @@ func interruptionIDs(step []Member) []string {
 	return ids
 }
 
-// WriteSchema returns the label MarshalJSON writes: the newer of Schema and
-// CurrentSchema.
-func (cp *Checkpoint) WriteSchema() string {
-	if CompareSchemas(cp.Schema, CurrentSchema) > 0 {
-		return cp.Schema
+// writeSchema returns the label MarshalJSON writes: the lowest label that
+// can carry what the document holds, and never older than Schema (the label
+// it was loaded with), so a newer document is never mislabelled older:
+//
+//   - nothing new: Schema, unchanged (a Python document written back keeps
+//     its label);
+//   - a four-key pending write or the terminal marker: at least 1.17;
+//   - a held record (or a record carrying a "held" key): at least 1.18;
+//   - a record of a later variant (main-line compaction metadata, pending
+//     input, 1.19's current_response): at least the label it was loaded
+//     under.
+func (cp *Checkpoint) writeSchema() string {
+	label := cp.Schema
+	raise := func(l string) {
+		if compareSchemas(label, l) < 0 {
+			label = l
+		}
 	}
-	return CurrentSchema
+	if cp.Terminal || cp.Pending != nil {
+		raise(pendingWriteSchema)
+	}
+	if w := cp.Pending; w != nil {
+		if w.Held || w.heldKey {
+			raise(heldSchema)
+		}
+		if len(w.extra) > 0 {
+			raise(w.label)
+		}
+	}
+	return label
 }
 
 // MarshalJSON writes the document: every member it was loaded with, the
 // modelled ones rewritten, in Python's json.dumps(indent=2, sort_keys=True)
-// layout with a trailing newline. The label written is WriteSchema: an
-// older document is upgraded to CurrentSchema and a newer one keeps its
-// label, so nothing is mislabelled; writing is idempotent.
+// layout with a trailing newline. The label written is the lowest that can
+// carry what the document holds (see the package documentation, "Labels"):
+// a document loaded and written back without a new record keeps its label,
+// a four-key pending write or the terminal marker needs 1.17 and a held
+// record 1.18; a label is never lowered. Writing is idempotent.
 //
 // A final-output step is written as null, as Python does; a record still
 // standing with it therefore makes a document Load refuses (fail closed).
 func (cp *Checkpoint) MarshalJSON() ([]byte, error) {
 	ms := cloneMembers(cp.members)
-	ms = setMember(ms, keySchema, encodeString(cp.WriteSchema()))
+	ms = setMember(ms, keySchema, encodeString(cp.writeSchema()))
 	ms = setMember(ms, keyStep, cp.Step.encode())
 	if cp.PersistedCount < 0 {
 		return nil, fmt.Errorf("runstate: negative persisted count %d", cp.PersistedCount)
@@ -303,16 +331,16 @@ func (s Step) encode() json.RawMessage {
 			}
 		}
 	}
-	ms := []Member{{Key: "type", Value: encodeString(string(s.Kind))}}
+	ms := []member{{Key: "type", Value: encodeString(string(s.Kind))}}
 	if s.Kind == StepInterruption {
 		var list []json.RawMessage
 		for _, id := range s.PendingCallIDs {
-			list = append(list, encodeObject([]Member{{Key: "raw_item", Value: encodeObject([]Member{{Key: "call_id", Value: encodeString(id)}})}}))
+			list = append(list, encodeObject([]member{{Key: "raw_item", Value: encodeObject([]member{{Key: "call_id", Value: encodeString(id)}})}}))
 		}
 		if list == nil {
 			list = []json.RawMessage{}
 		}
-		ms = append(ms, Member{Key: "data", Value: encodeObject([]Member{{Key: "interruptions", Value: mustJSON(list)}})})
+		ms = append(ms, member{Key: "data", Value: encodeObject([]member{{Key: "interruptions", Value: mustJSON(list)}})})
 	}
 	return encodeObject(ms)
 }
@@ -333,19 +361,19 @@ func (w *PendingWrite) encode() (json.RawMessage, error) {
 	if w.Before != nil {
 		before = mustJSON(w.Before)
 	}
-	ms := []Member{
+	ms := []member{
 		{Key: "session_id", Value: encodeString(w.SessionID)},
 		{Key: "items", Value: mustJSON(items)},
 		{Key: "before", Value: before},
 		{Key: "persisted_count", Value: mustJSON(w.PersistedCount)},
 	}
 	if w.Held || w.heldKey {
-		ms = append(ms, Member{Key: "held", Value: mustJSON(w.Held)})
+		ms = append(ms, member{Key: "held", Value: mustJSON(w.Held)})
 	}
 	ms = appendOpt(ms, "response_id", w.ResponseID)
 	ms = appendOpt(ms, "store", w.Store)
 	ms = appendOpt(ms, "reasoning_item_id_policy", w.ReasoningItemIDPolicy)
-	for _, m := range w.Extra {
+	for _, m := range w.extra {
 		if _, dup := lookup(ms, m.Key); !dup {
 			ms = append(ms, m)
 		}
@@ -353,20 +381,20 @@ func (w *PendingWrite) encode() (json.RawMessage, error) {
 	return encodeObject(ms), nil
 }
 
-func appendOpt[T any](ms []Member, key string, o Opt[T]) []Member {
+func appendOpt[T any](ms []member, key string, o Opt[T]) []member {
 	if !o.Present {
 		return ms
 	}
 	if o.Value == nil {
-		return append(ms, Member{Key: key, Value: json.RawMessage("null")})
+		return append(ms, member{Key: key, Value: json.RawMessage("null")})
 	}
-	return append(ms, Member{Key: key, Value: mustJSON(*o.Value)})
+	return append(ms, member{Key: key, Value: mustJSON(*o.Value)})
 }
 
-func cloneMembers(ms []Member) []Member {
-	out := make([]Member, len(ms))
+func cloneMembers(ms []member) []member {
+	out := make([]member, len(ms))
 	for i, m := range ms {
-		out[i] = Member{Key: m.Key, Value: append(json.RawMessage(nil), m.Value...)}
+		out[i] = member{Key: m.Key, Value: append(json.RawMessage(nil), m.Value...)}
 	}
 	return out
 }
@@ -379,7 +407,7 @@ func (cp *Checkpoint) Clone() *Checkpoint {
 		Schema:         cp.Schema,
 		Step:           cp.Step.clone(),
 		PersistedCount: cp.PersistedCount,
-		Pending:        cp.Pending.Clone(),
+		Pending:        cp.Pending.clone(),
 		Terminal:       cp.Terminal,
 		members:        cloneMembers(cp.members),
 	}
@@ -426,7 +454,7 @@ func (cp *Checkpoint) SetField(key string, value json.RawMessage) error {
 
 // SetStep sets the current step to kind k (Python's handoff type becomes
 // run-again) and clears its raw form and pending ids.
-func (cp *Checkpoint) SetStep(k StepKind) { cp.Step = NewStep(k) }
+func (cp *Checkpoint) SetStep(k StepKind) { cp.Step = newStep(k) }
 
 // StartTurn begins a new turn: the persisted count goes back to 0 and the
 // record of calls folded into the held batch this turn is forgotten.
@@ -435,13 +463,9 @@ func (cp *Checkpoint) StartTurn() {
 	cp.folded = nil
 }
 
-// InProgress reports whether a settle of this checkpoint's record is
-// running.
-func (cp *Checkpoint) InProgress() bool { return cp.inProgress }
-
-// CheckResumable returns ErrTerminal for a terminal checkpoint. Resume
+// checkResumable returns ErrTerminal for a terminal checkpoint. Resume
 // calls it first, before any Session access.
-func (cp *Checkpoint) CheckResumable() error {
+func (cp *Checkpoint) checkResumable() error {
 	if cp.Terminal {
 		return ErrTerminal
 	}

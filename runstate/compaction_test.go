@@ -53,7 +53,7 @@ func TestCompactionBookkeeping(t *testing.T) {
 		require.NoError(t, cp.Park(s, items(call("c1")), runstate.ParkOptions{ResponseID: ptr("resp_parked"), Store: ptr(false)}))
 		held := cp.TakeHeld()
 		cp.SetStep(runstate.StepRunAgain)
-		_, res, err := cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: items(output("c1")), Held: held, ResponseID: "resp_resume", Store: ptr(true)})
+		res, err := cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: items(output("c1")), Held: held, ResponseID: "resp_resume", Store: ptr(true)})
 		require.NoError(t, err)
 		assert.Equal(t, []string{"deferred:resp_resume:store=True"}, s.log)
 		assert.Equal(t, 2, res.Count)
@@ -62,7 +62,7 @@ func TestCompactionBookkeeping(t *testing.T) {
 		// A settling batch's output defers even when the turn has none.
 		s := newCompactor(t, "s1")
 		cp := fresh(runstate.StepRunAgain)
-		_, err := cp.Save(ctx, s, runstate.SaveArgs{Input: items(call("c1"), output("c1")), NewItems: items(assistant("done")), ResponseID: "resp_1", SettlingHeld: true, Register: true})
+		_, err := cp.Save(ctx, s, runstate.Settling(runstate.SaveArgs{Input: items(call("c1"), output("c1")), NewItems: items(assistant("done")), ResponseID: "resp_1", Register: true}))
 		require.NoError(t, err)
 		assert.Equal(t, []string{"deferred:resp_1:store=None"}, s.log)
 		// The caller's own older output in its input does not.
@@ -91,7 +91,7 @@ func TestCompactionBookkeeping(t *testing.T) {
 		require.NoError(t, cp.Park(s, items(req), runstate.ParkOptions{}))
 		held := cp.TakeHeld()
 		cp.SetStep(runstate.StepRunAgain)
-		_, _, err := cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: items(resp), Held: held, ResponseID: "resp_2"})
+		_, err := cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: items(resp), Held: held, ResponseID: "resp_2"})
 		require.NoError(t, err)
 		assert.Equal(t, []string{"deferred:resp_2:store=None"}, s.log)
 		assert.Equal(t, []string{"mcp_approval_request:mcpr_1", "mcp_approval_response:mcpr_1"}, types(s.all(t)))
@@ -115,7 +115,8 @@ func TestCompactionBookkeeping(t *testing.T) {
 		s := newCompactor(t, "s1")
 		s.failRun = errBackend
 		cp := fresh(runstate.StepRunAgain)
-		n, res, err := cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: items(assistant("x")), ResponseID: "r"})
+		res, err := cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: items(assistant("x")), ResponseID: "r"})
+		n := cp.PersistedCount
 		require.ErrorIs(t, err, errBackend)
 		assert.Equal(t, 1, n)
 		assert.Equal(t, 1, res.Count)

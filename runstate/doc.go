@@ -46,7 +46,7 @@
 //     detached run completes, or when a max-turns handler ends the run, each
 //     only once that exit succeeded (DiscardHeldAfter).
 //
-// Held calls settle only when paired with their outputs (SafeToSettle),
+// Held calls settle only when paired with their outputs (safeToSettle),
 // except calls whose approvals are still pending.
 //
 // A checkpoint whose run ended mid-settle of a final output carries a

@@ -38,7 +38,8 @@ func Example() {
 	output := session.MustItem(`{"type":"function_call_output","call_id":"c1","output":"wrote"}`)
 	held := cp.TakeHeld()
 	cp.SetStep(runstate.StepRunAgain)
-	n, _, err := cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: []session.Item{output}, Held: held, ResponseID: "resp_2"})
+	_, err = cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: []session.Item{output}, Held: held, ResponseID: "resp_2"})
+	n := cp.PersistedCount
 	if err != nil {
 		panic(err)
 	}

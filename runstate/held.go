@@ -52,18 +52,18 @@ func (cp *Checkpoint) park(s session.Session, items []session.Item, policy *Poli
 	if w != nil && w.ReasoningItemIDPolicy.Present {
 		policy = w.ReasoningItemIDPolicy.Ptr()
 	}
-	conversation := IsConversation(s)
+	conversation := isConversation(s)
 	if conversation {
 		policy = nil
 	}
-	converted := Convert(items, policy)
+	converted := convert(items, policy)
 	var base []session.Item
 	if w != nil {
 		base = w.Items
 	}
-	merged := Dedupe(append(slices.Clone(base), converted...))
+	merged := dedupe(append(slices.Clone(base), converted...))
 	if conversation {
-		merged = slices.DeleteFunc(mapItems(merged, Sanitize), Unpersistable)
+		merged = slices.DeleteFunc(mapItems(merged, sanitize), unpersistable)
 	}
 	if len(merged) == 0 {
 		return nil, nil
@@ -82,9 +82,9 @@ func (cp *Checkpoint) park(s session.Session, items []session.Item, policy *Poli
 		Items:                 cloneItems(merged),
 		PersistedCount:        cp.PersistedCount + len(converted),
 		Held:                  true,
-		ResponseID:            OptFromPtr(responseID),
-		Store:                 OptFromPtr(store),
-		ReasoningItemIDPolicy: OptFromPtr(policy),
+		ResponseID:            optFromPtr(responseID),
+		Store:                 optFromPtr(store),
+		ReasoningItemIDPolicy: optFromPtr(policy),
 		variant:               VariantHeld,
 	}
 	if w != nil {
@@ -97,7 +97,8 @@ func (cp *Checkpoint) park(s session.Session, items []session.Item, policy *Poli
 		if w.ReasoningItemIDPolicy.Present {
 			rec.ReasoningItemIDPolicy = w.ReasoningItemIDPolicy.clone()
 		}
-		rec.Extra = w.Clone().Extra
+		rec.extra = w.clone().extra
+		rec.label = w.label
 	}
 	cp.Pending = rec
 	return converted, nil
@@ -105,12 +106,13 @@ func (cp *Checkpoint) park(s session.Session, items []session.Item, policy *Poli
 
 // ExtendHeld folds a detached resume's resolved items into the standing
 // held batch, converting them under the record's own policy (Python's
-// extend_held_session_write). It is a no-op when no held record stands.
+// extend_held_session_write); the output committer calls it as each tool
+// output commits. It is a no-op when no held record stands.
+//
 // The outputs folded are remembered for this turn (until StartTurn or the
-// next Resume): if the resolved items handed to SaveResumedTurn are not
-// empty and no longer carry one (a handoff filter removed it), it is
-// withdrawn from the batch and takes its call with it. An emptied turn, and
-// history carried from an earlier run, settle whole (pairs only).
+// next Resume): they are the outputs a handoff filter at this turn's exit
+// has authority over. The exit applies the filter's view with
+// SaveResumedTurn (a session attached) or HoldResumedTurn (detached).
 func (cp *Checkpoint) ExtendHeld(items []session.Item) error {
 	if !cp.HasHeld() {
 		return nil
@@ -130,22 +132,89 @@ func (cp *Checkpoint) ExtendHeld(items []session.Item) error {
 	return nil
 }
 
-// withdrawFiltered removes from held the outputs folded this turn that the
-// resolved items no longer carry.
-func (cp *Checkpoint) withdrawFiltered(held, resolved []session.Item, policy *Policy) []session.Item {
-	if len(cp.folded) == 0 {
-		return held
+// HoldResumedTurn is a detached resume's exit, SaveResumedTurn's
+// counterpart when no session is attached: it folds the resolved turn's
+// items (as the handoff filter left them) into the standing held batch,
+// like ExtendHeld, and then applies the filter's view exactly as
+// SaveResumedTurn does attached: when items is not empty, each output
+// folded this turn that items no longer carries is withdrawn from the
+// batch and takes its call with it (and a reasoning item just before that
+// call), so the reattach's entry settle never writes what the filter
+// dropped. An emptied turn withdraws nothing, and history carried from an
+// earlier run is never withdrawn. A batch left empty clears the slot. It
+// is a no-op when no held record stands.
+func (cp *Checkpoint) HoldResumedTurn(items []session.Item) error {
+	if err := cp.ExtendHeld(items); err != nil || !cp.HasHeld() {
+		return err
+	}
+	w := cp.Pending
+	kept := withdraw(w.Items, cp.filtered(items, w.ReasoningItemIDPolicy.Ptr()))
+	switch {
+	case len(kept) == 0:
+		cp.Pending = nil
+	case len(kept) < len(w.Items):
+		w.Items = kept
+	}
+	return nil
+}
+
+// filtered returns the keys of the outputs folded this turn that the
+// resolved items (converted under policy) no longer carry: the outputs a
+// handoff filter removed. An empty resolved turn removes nothing.
+func (cp *Checkpoint) filtered(resolved []session.Item, policy *Policy) map[history.PairKey]bool {
+	if len(cp.folded) == 0 || len(resolved) == 0 {
+		return nil
 	}
 	present := map[history.PairKey]bool{}
-	for _, it := range Convert(resolved, policy) {
+	for _, it := range convert(resolved, policy) {
 		if k, ok := history.AnsweredKey(it); ok {
 			present[k] = true
 		}
 	}
-	return slices.DeleteFunc(slices.Clone(held), func(it session.Item) bool {
-		k, ok := history.AnsweredKey(it)
-		return ok && cp.folded[k] && !present[k]
-	})
+	gone := map[history.PairKey]bool{}
+	for k := range cp.folded {
+		if !present[k] {
+			gone[k] = true
+		}
+	}
+	return gone
+}
+
+// withdraw removes from held the outputs answering a call in gone, those
+// calls, and a reasoning item whose next non-reasoning item is such a call
+// (as the orphan prune drops it). It returns held itself when nothing goes.
+func withdraw(held []session.Item, gone map[history.PairKey]bool) []session.Item {
+	if len(gone) == 0 {
+		return held
+	}
+	drop := make([]bool, len(held))
+	hit := false
+	for i, it := range held {
+		if k, ok := history.AnsweredKey(it); ok && gone[k] {
+			drop[i], hit = true, true
+		}
+		if k, ok := history.CallKey(it); ok && gone[k] {
+			drop[i], hit = true, true
+		}
+	}
+	if !hit {
+		return held
+	}
+	droppedCallNext := false
+	for i := len(held) - 1; i >= 0; i-- {
+		if held[i].Type() == history.TypeReasoning {
+			drop[i] = droppedCallNext
+			continue
+		}
+		droppedCallNext = drop[i] && history.IsCall(held[i])
+	}
+	var kept []session.Item
+	for i, it := range held {
+		if !drop[i] {
+			kept = append(kept, it)
+		}
+	}
+	return kept
 }
 
 // TakeHeld frees the slot and returns the held batch (nil when no held
@@ -163,27 +232,15 @@ func (cp *Checkpoint) TakeHeld() []session.Item {
 // HasHeld reports whether a held record stands.
 func (cp *Checkpoint) HasHeld() bool { return cp.Pending != nil && cp.Pending.Held }
 
-// DiscardReason says why a held batch is discarded (semantics §3.5.6).
-type DiscardReason string
-
-// The discard reasons.
-const (
-	// DiscardTripwire: an output guardrail tripped; only the sanitised
-	// rebuild may be persisted. The batch is discarded as soon as the
-	// blocked outcome is decided, before the rebuild is saved, so the raw
-	// batch can never reach the Session.
-	DiscardTripwire DiscardReason = "tripwire"
-	// DiscardDetachedCompletion: a run without a session produced its final
-	// output and its guardrails and final save succeeded.
-	DiscardDetachedCompletion DiscardReason = "detached-completion"
-	// DiscardMaxTurnsCompletion: a max-turns handler's output passed
-	// validation and ended the run.
-	DiscardMaxTurnsCompletion DiscardReason = "max-turns-completion"
-)
-
 // DiscardHeld drops a standing held record and reports whether there was
-// one. Call it only once the exit succeeded; DiscardHeldAfter does that.
-func (cp *Checkpoint) DiscardHeld(reason DiscardReason) bool {
+// one (Python clears the slot and records nothing else: a finished run's
+// checkpoint carries no record). It is the output-guardrail tripwire's
+// discard, made as soon as the blocked outcome is decided and before the
+// sanitised rebuild is saved, so the raw batch can never reach the
+// Session. The other two discards (a detached run's final output, a
+// max-turns handler's output) wait until their exit succeeded: use
+// DiscardHeldAfter.
+func (cp *Checkpoint) DiscardHeld() bool {
 	if !cp.HasHeld() {
 		return false
 	}
@@ -191,24 +248,26 @@ func (cp *Checkpoint) DiscardHeld(reason DiscardReason) bool {
 	return true
 }
 
-// DiscardHeldAfter runs exit (the guardrails and the final save, or the
-// handler's validation) and discards the held record only when it
+// DiscardHeldAfter runs exit and discards the held record only when it
 // succeeded; on failure the record is kept and exit's error returned.
-func (cp *Checkpoint) DiscardHeldAfter(ctx context.Context, reason DiscardReason, exit func(context.Context) error) error {
+// exit is the guardrails and the final save of a run without a session
+// that produced its final output, or the validation of a max-turns
+// handler's output that ends the run (semantics §3.5.6).
+func (cp *Checkpoint) DiscardHeldAfter(ctx context.Context, exit func(context.Context) error) error {
 	if err := exit(ctx); err != nil {
 		return err
 	}
-	cp.DiscardHeld(reason)
+	cp.DiscardHeld()
 	return nil
 }
 
-// SafeToSettle is the pairing guard (Python's _held_items_safe_to_settle):
+// safeToSettle is the pairing guard (Python's _held_items_safe_to_settle):
 // it returns the held items that may settle, in order. A held call settles
 // only when an output of its mapped type is among held or resolved
 // (resolved converted under policy), or its id is in pending; an MCP
 // approval request only when a response names it or it is pending; a
 // reasoning item goes with the dropped call it precedes.
-func SafeToSettle(held, resolved []session.Item, policy *Policy, pending []string) []session.Item {
+func safeToSettle(held, resolved []session.Item, policy *Policy, pending []string) []session.Item {
 	working := slices.Clone(held)
 	for _, it := range held {
 		k, ok := history.CallKey(it)
@@ -216,12 +275,12 @@ func SafeToSettle(held, resolved []session.Item, policy *Policy, pending []strin
 			continue
 		}
 		out, _ := history.OutputTypeFor(k.Type)
-		working = append(working, session.MustItem(string(encodeObject([]Member{
+		working = append(working, session.MustItem(string(encodeObject([]member{
 			{Key: "type", Value: encodeString(out)},
 			{Key: "call_id", Value: encodeString(k.ID)},
 		}))))
 	}
-	working = append(working, Convert(resolved, policy)...)
+	working = append(working, convert(resolved, policy)...)
 	keep := history.PruneOrphans(working, history.PruneOptions{})
 	answered := map[string]bool{}
 	for _, id := range pending {
@@ -248,13 +307,13 @@ func SafeToSettle(held, resolved []session.Item, policy *Policy, pending []strin
 	return kept
 }
 
-// CoversHeld reports whether the final items already carry every held
+// coversHeld reports whether the final items already carry every held
 // request (as after a guardrail rebuild), so the held batch is redundant
 // (Python's final_items_cover_held_batch). Like Python's, a batch without
 // any request is covered.
-func CoversHeld(final, held []session.Item, policy *Policy) bool {
+func coversHeld(final, held []session.Item, policy *Policy) bool {
 	ids := map[string]bool{}
-	for _, it := range Convert(final, policy) {
+	for _, it := range convert(final, policy) {
 		if k, ok := history.CallKey(it); ok {
 			ids[k.ID] = true
 		}

@@ -120,7 +120,7 @@ func TestHeldSettleCrashIsRecovered(t *testing.T) {
 					} else {
 						held := cp.TakeHeld()
 						cp.SetStep(runstate.StepRunAgain)
-						_, _, err = cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: items(output("c1")), Held: held})
+						_, err = cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: items(output("c1")), Held: held})
 					}
 					require.ErrorIs(t, err, errBackend)
 					require.NotNil(t, cp.Pending, "the settling batch registered before its append")
@@ -156,7 +156,7 @@ func TestFailedFinalSettleFailsClosed(t *testing.T) {
 				final = items(call("c1"), output("c1"), assistant("done"))
 			}
 			s.fault = failBefore
-			_, _, err := cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: final, Held: held})
+			_, err := cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: final, Held: held})
 			require.ErrorIs(t, err, errBackend)
 			require.NotNil(t, cp.Pending, "the batch is recorded")
 			b, err := cp.MarshalJSON()
@@ -286,7 +286,8 @@ func TestHeldExitSettle(t *testing.T) {
 		cp := parkedAndResolved(t, s, "c1")
 		held := cp.TakeHeld()
 		cp.SetStep(runstate.StepRunAgain)
-		n, res, err := cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: items(output("c1")), Held: held})
+		res, err := cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: items(output("c1")), Held: held})
+		n := cp.PersistedCount
 		require.NoError(t, err)
 		require.Len(t, s.appends, 1)
 		assert.Equal(t, []string{"function_call:c1", "function_call_output:c1"}, types(strs(s.appends[0])))
@@ -299,7 +300,7 @@ func TestHeldExitSettle(t *testing.T) {
 		cp := parkedAndResolved(t, s, "c1", "c2")
 		held := cp.TakeHeld()
 		cp.SetStep(runstate.StepRunAgain)
-		_, _, err := cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: items(output("c1")), Held: held})
+		_, err := cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: items(output("c1")), Held: held})
 		require.NoError(t, err)
 		assert.Equal(t, []string{"function_call:c1", "function_call_output:c1"}, types(s.all(t)))
 	})
@@ -308,7 +309,7 @@ func TestHeldExitSettle(t *testing.T) {
 		cp := parkedAndResolved(t, s, "c1", "c2")
 		held := cp.TakeHeld()
 		cp.Step = runstate.Step{Kind: runstate.StepInterruption, PendingCallIDs: []string{"c2"}}
-		_, _, err := cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: items(output("c1")), Held: held})
+		_, err := cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: items(output("c1")), Held: held})
 		require.NoError(t, err)
 		assert.Equal(t, []string{"function_call:c1", "function_call:c2", "function_call_output:c1"}, types(s.all(t)))
 		assert.Equal(t, 3, cp.PersistedCount)
@@ -321,7 +322,7 @@ func TestHeldExitSettle(t *testing.T) {
 		cp.SetStep(runstate.StepFinalOutput)
 		rebuild := items(assistant("let me check"), call("c1"), output("c1"), assistant("done"))
 		require.True(t, runstate.CoversHeld(rebuild, held, nil))
-		_, _, err := cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: rebuild, Held: held})
+		_, err := cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: rebuild, Held: held})
 		require.NoError(t, err)
 		assert.Equal(t, []string{"role=assistant", "function_call:c1", "function_call_output:c1", "role=assistant"}, types(s.all(t))[0:4])
 		assert.Len(t, s.all(t), 4, "the unkeyed preamble lands once")
@@ -333,7 +334,8 @@ func TestHeldExitSettle(t *testing.T) {
 		held := cp.TakeHeld()
 		require.Len(t, held, 2)
 		cp.SetStep(runstate.StepRunAgain)
-		n, res, err := cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: items(output("c1")), Held: held})
+		res, err := cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: items(output("c1")), Held: held})
+		n := cp.PersistedCount
 		require.NoError(t, err)
 		assert.Len(t, s.all(t), 2)
 		assert.Equal(t, 2, res.Count, "the re-delivered output dedups away")
@@ -345,7 +347,7 @@ func TestHeldExitSettle(t *testing.T) {
 		require.NoError(t, cp.ExtendHeld(items(output("c1"), output("c2"))))
 		held := cp.TakeHeld()
 		cp.SetStep(runstate.StepRunAgain)
-		_, _, err := cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: items(output("c1")), Held: held})
+		_, err := cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: items(output("c1")), Held: held})
 		require.NoError(t, err)
 		assert.Equal(t, []string{"function_call:c1", "function_call_output:c1"}, types(s.all(t)))
 	})
@@ -356,7 +358,7 @@ func TestHeldExitSettle(t *testing.T) {
 		cp = roundTrip(t, cp) // a later process
 		held := cp.TakeHeld()
 		cp.SetStep(runstate.StepRunAgain)
-		_, _, err := cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: items(output("c1")), Held: held})
+		_, err := cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: items(output("c1")), Held: held})
 		require.NoError(t, err)
 		assert.Equal(t, []string{"function_call:c1", "function_call:c2", "function_call_output:c2", "function_call_output:c1"}, types(s.all(t)))
 	})
@@ -367,7 +369,7 @@ func TestHeldExitSettle(t *testing.T) {
 		require.NoError(t, cp.ExtendHeld(items(output("c1"), handoff)))
 		held := cp.TakeHeld()
 		cp.SetStep(runstate.StepRunAgain)
-		_, _, err := cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Held: held})
+		_, err := cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Held: held})
 		require.NoError(t, err)
 		assert.Equal(t, []string{"function_call:c1", "function_call_output:c1"}, types(s.all(t)), "the executed pair; the unpaired handoff call drops")
 		assert.Nil(t, cp.Pending)
@@ -383,7 +385,7 @@ func TestHeldExitSettle(t *testing.T) {
 		require.NoError(t, err)
 		held := cp.TakeHeld()
 		cp.SetStep(runstate.StepRunAgain)
-		_, _, err = cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: items(output("c2")), Held: held})
+		_, err = cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: items(output("c2")), Held: held})
 		require.NoError(t, err)
 		assert.Equal(t, []string{"function_call:c1", "function_call:c2", "function_call_output:c1", "function_call_output:c2"}, types(s.all(t)))
 	})
@@ -394,13 +396,14 @@ func TestHeldExitSettle(t *testing.T) {
 		cp.StartTurn()
 		held := cp.TakeHeld()
 		cp.SetStep(runstate.StepRunAgain)
-		_, _, err := cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: items(assistant("next")), Held: held})
+		_, err := cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: items(assistant("next")), Held: held})
 		require.NoError(t, err)
 		assert.Len(t, s.all(t), 5)
 	})
 	t.Run("detached: nothing is saved", func(t *testing.T) {
 		cp := fresh(runstate.StepRunAgain)
-		n, res, err := cp.SaveResumedTurn(ctx, nil, runstate.ResumedTurn{Items: items(output("c1"))})
+		res, err := cp.SaveResumedTurn(ctx, nil, runstate.ResumedTurn{Items: items(output("c1"))})
+		n := cp.PersistedCount
 		require.NoError(t, err)
 		assert.Zero(t, n)
 		assert.Zero(t, res.Count)
@@ -419,7 +422,8 @@ func TestSettledHeldItemsCountTowardTheGate(t *testing.T) {
 			held := cp.TakeHeld()
 			// The gate is off for this resume: partial approval settles c1.
 			cp.Step = runstate.Step{Kind: runstate.StepInterruption, PendingCallIDs: []string{"c2"}}
-			n, _, err := cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: items(output("c1")), Held: held, ResponseID: "resp_2"})
+			_, err := cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: items(output("c1")), Held: held, ResponseID: "resp_2"})
+			n := cp.PersistedCount
 			require.NoError(t, err)
 			assert.Equal(t, 3, n)
 			cp = roundTrip(t, cp)
@@ -474,16 +478,18 @@ func TestDiscardHeld(t *testing.T) {
 		require.NoError(t, cp.Park(newFake(t, "s1"), items(assistant("preamble"), call("c1")), runstate.ParkOptions{}))
 		return cp
 	}
-	for _, reason := range []runstate.DiscardReason{runstate.DiscardDetachedCompletion, runstate.DiscardMaxTurnsCompletion} {
-		t.Run(string(reason)+": a failed exit keeps the record", func(t *testing.T) {
+	// The detached completion and the max-turns completion discard only
+	// once their exit succeeded.
+	for _, reason := range []string{"detached-completion", "max-turns-completion"} {
+		t.Run(reason+": a failed exit keeps the record", func(t *testing.T) {
 			cp := parked(t)
-			err := cp.DiscardHeldAfter(ctx, reason, func(context.Context) error { return errBackend })
+			err := cp.DiscardHeldAfter(ctx, func(context.Context) error { return errBackend })
 			require.ErrorIs(t, err, errBackend)
 			assert.True(t, cp.HasHeld())
 		})
-		t.Run(string(reason)+": a completed exit clears it", func(t *testing.T) {
+		t.Run(reason+": a completed exit clears it", func(t *testing.T) {
 			cp := parked(t)
-			require.NoError(t, cp.DiscardHeldAfter(ctx, reason, func(context.Context) error { return nil }))
+			require.NoError(t, cp.DiscardHeldAfter(ctx, func(context.Context) error { return nil }))
 			assert.Nil(t, cp.Pending)
 			cp.SetStep(runstate.StepFinalOutput)
 			b, err := cp.MarshalJSON()
@@ -495,20 +501,20 @@ func TestDiscardHeld(t *testing.T) {
 	t.Run("tripwire: only the sanitised rebuild is persisted", func(t *testing.T) {
 		s := newFake(t, "s1")
 		cp := parked(t)
-		assert.True(t, cp.DiscardHeld(runstate.DiscardTripwire))
+		assert.True(t, cp.DiscardHeld())
 		rebuild := items(
 			session.MustItem(`{"type":"function_call","call_id":"c1","name":"write_thing","arguments":""}`),
 			session.MustItem(`{"type":"function_call_output","call_id":"c1","output":"Output withheld by an output guardrail."}`),
 		)
 		cp.SetStep(runstate.StepFinalOutput)
-		_, _, err := cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: rebuild, Held: cp.TakeHeld()})
+		_, err := cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: rebuild, Held: cp.TakeHeld()})
 		require.NoError(t, err)
 		assert.Equal(t, []string{"function_call:c1", "function_call_output:c1"}, types(s.all(t)), "the preamble is not resurrected")
 	})
 	t.Run("an ordinary record is never discarded", func(t *testing.T) {
 		cp := fresh(runstate.StepRunAgain)
 		cp.Pending = &runstate.PendingWrite{SessionID: "s1", Items: items(output("c0"))}
-		assert.False(t, cp.DiscardHeld(runstate.DiscardTripwire))
+		assert.False(t, cp.DiscardHeld())
 		assert.NotNil(t, cp.Pending)
 	})
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/agentsessions/sessions/session"
 )
 
-// IsConversation reports whether s is Conversations-like (semantics §3.8): an
+// isConversation reports whether s is Conversations-like (semantics §3.8): an
 // ID-insensitive session (session.IDInsensitive). Its items are sanitised
 // before they are saved and its saves convert with no reasoning-id policy.
 //
@@ -15,7 +15,7 @@ import (
 // id-insensitivity on a separate attribute; in Go one capability says both,
 // because a backend that rewrites ids is exactly one whose stale ids must
 // not be sent back.
-func IsConversation(s session.Session) bool {
+func isConversation(s session.Session) bool {
 	return s != nil && session.Probe(s).Has(session.CapIgnoresIDs)
 }
 
@@ -55,10 +55,10 @@ func without(it session.Item, drop func(key string, v json.RawMessage) bool) ses
 	return out
 }
 
-// Convert applies the reasoning-id policy to items: PolicyOmit drops the
+// convert applies the reasoning-id policy to items: PolicyOmit drops the
 // top-level "id" of reasoning items; nil and PolicyPreserve keep items as
 // they are. The result is a new slice; unchanged items keep their bytes.
-func Convert(items []session.Item, policy *Policy) []session.Item {
+func convert(items []session.Item, policy *Policy) []session.Item {
 	out := make([]session.Item, len(items))
 	for i, it := range items {
 		if policy != nil && *policy == PolicyOmit && it.Type() == history.TypeReasoning {
@@ -69,11 +69,11 @@ func Convert(items []session.Item, policy *Policy) []session.Item {
 	return out
 }
 
-// Sanitize returns it as a Conversations backend accepts it (semantics §3.8):
+// sanitize returns it as a Conversations backend accepts it (semantics §3.8):
 // without the SDK metadata keys and provider_data, without the top-level
 // "id" unless the type needs one (reasoning, and the listed server item
 // types), and never with the "__fake_id__" placeholder id.
-func Sanitize(it session.Item) session.Item {
+func sanitize(it session.Item) session.Item {
 	typ := it.Type()
 	keepID := typ == history.TypeReasoning || conversationIDTypes[typ]
 	return without(it, func(k string, v json.RawMessage) bool {
@@ -90,10 +90,10 @@ func Sanitize(it session.Item) session.Item {
 	})
 }
 
-// Unpersistable reports whether a Conversations backend would not accept
+// unpersistable reports whether a Conversations backend would not accept
 // it: a reasoning item with neither an id nor encrypted_content (counted,
 // never sent).
-func Unpersistable(it session.Item) bool {
+func unpersistable(it session.Item) bool {
 	if it.Type() != history.TypeReasoning {
 		return false
 	}
@@ -122,16 +122,16 @@ func truthy(it session.Item, key string) bool {
 // forSession converts items for saving to s: policy applied (forced to
 // nil for a Conversations-like session).
 func forSession(s session.Session, items []session.Item, policy *Policy) []session.Item {
-	if IsConversation(s) {
+	if isConversation(s) {
 		policy = nil
 	}
-	return Convert(items, policy)
+	return convert(items, policy)
 }
 
-// DedupeKey returns the dedup key of it (semantics §1.5), or ok == false for
+// dedupeKey returns the dedup key of it (semantics §1.5), or ok == false for
 // items that are never deduplicated (messages, items with a role, items
 // without any id).
-func DedupeKey(it session.Item) (key string, ok bool) {
+func dedupeKey(it session.Item) (key string, ok bool) {
 	typ := it.Type()
 	if it.HasField("role") || typ == "message" {
 		return "", false
@@ -163,18 +163,18 @@ func anchorType(t string) bool {
 	return isCall || t == history.TypeMCPApprovalRequest || t == history.TypeReasoning
 }
 
-// Dedupe is deduplicate_input_items_preferring_latest: among items sharing
-// a DedupeKey one survives carrying the latest value, at the earliest
+// dedupe is deduplicate_input_items_preferring_latest: among items sharing
+// a dedupeKey one survives carrying the latest value, at the earliest
 // position for an anchor type (tool calls, mcp_approval_request,
 // reasoning) and at the latest position otherwise. Unkeyed items are all
 // kept.
-func Dedupe(items []session.Item) []session.Item {
+func dedupe(items []session.Item) []session.Item {
 	keys := make([]string, len(items))
 	has := make([]bool, len(items))
 	latest := map[string]session.Item{}
 	pos := map[string]int{}
 	for i, it := range items {
-		k, ok := DedupeKey(it)
+		k, ok := dedupeKey(it)
 		if !ok {
 			continue
 		}

@@ -12,7 +12,7 @@ var errNotObject = errors.New("not a JSON object")
 // members parses one JSON object into its members, in order. A repeated key
 // keeps its first position and takes its last value, as a Python dict does.
 // Values are compacted copies.
-func members(raw []byte) ([]Member, error) {
+func members(raw []byte) ([]member, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	tok, err := dec.Token()
@@ -22,7 +22,7 @@ func members(raw []byte) ([]Member, error) {
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
 		return nil, errNotObject
 	}
-	var out []Member
+	var out []member
 	index := map[string]int{}
 	for dec.More() {
 		tok, err := dec.Token()
@@ -46,7 +46,7 @@ func members(raw []byte) ([]Member, error) {
 			continue
 		}
 		index[key] = len(out)
-		out = append(out, Member{Key: key, Value: buf.Bytes()})
+		out = append(out, member{Key: key, Value: buf.Bytes()})
 	}
 	if _, err := dec.Token(); err != nil { // the closing brace
 		return nil, err
@@ -58,7 +58,7 @@ func members(raw []byte) ([]Member, error) {
 }
 
 // encodeObject writes members as one compact JSON object.
-func encodeObject(ms []Member) []byte {
+func encodeObject(ms []member) []byte {
 	var b bytes.Buffer
 	b.WriteByte('{')
 	for i, m := range ms {
@@ -91,7 +91,7 @@ func mustJSON(v any) json.RawMessage {
 	return b
 }
 
-func lookup(ms []Member, key string) (json.RawMessage, bool) {
+func lookup(ms []member, key string) (json.RawMessage, bool) {
 	for _, m := range ms {
 		if m.Key == key {
 			return m.Value, true
@@ -101,17 +101,17 @@ func lookup(ms []Member, key string) (json.RawMessage, bool) {
 }
 
 // setMember replaces key's value or appends the member.
-func setMember(ms []Member, key string, v json.RawMessage) []Member {
+func setMember(ms []member, key string, v json.RawMessage) []member {
 	for i := range ms {
 		if ms[i].Key == key {
 			ms[i].Value = v
 			return ms
 		}
 	}
-	return append(ms, Member{Key: key, Value: v})
+	return append(ms, member{Key: key, Value: v})
 }
 
-func deleteMember(ms []Member, key string) []Member {
+func deleteMember(ms []member, key string) []member {
 	out := ms[:0]
 	for _, m := range ms {
 		if m.Key != key {

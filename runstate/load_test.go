@@ -1,6 +1,7 @@
 package runstate_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 
@@ -50,7 +51,7 @@ func TestFixturesDecode(t *testing.T) {
 		require.NotNil(t, w)
 		assert.True(t, w.Held)
 		assert.False(t, w.ResponseID.Present)
-		assert.Equal(t, []runstate.Member{{Key: "current_response", Value: json.RawMessage(`{"start":0,"turn":0}`)}}, w.Extra)
+		assert.Equal(t, []runstate.Member{{Key: "current_response", Value: json.RawMessage(`{"start":0,"turn":0}`)}}, w.Extra())
 	})
 	t.Run("1.18 compaction metadata", func(t *testing.T) {
 		cp, err := runstate.Load(fixture(t, "features/v1_18_compaction_metadata.json"))
@@ -61,7 +62,7 @@ func TestFixturesDecode(t *testing.T) {
 		assert.Equal(t, runstate.VariantCompaction, w.Variant())
 		assert.Equal(t, []string{"digest-1", "digest-2"}, w.Before)
 		var keys []string
-		for _, m := range w.Extra {
+		for _, m := range w.Extra() {
 			keys = append(keys, m.Key)
 		}
 		assert.ElementsMatch(t, []string{"append_acknowledged", "compaction_model_exchange", "has_local_tool_outputs", "response_id", "store"}, keys)
@@ -245,7 +246,7 @@ func TestLoadRefusals(t *testing.T) {
 			// UnmarshalJSON refuses the same way and leaves the value alone.
 			keep := runstate.New()
 			require.ErrorIs(t, keep.UnmarshalJSON(tc.doc), tc.sentinel)
-			assert.Equal(t, runstate.CurrentSchema, keep.Schema)
+			assert.Equal(t, "1.17", keep.Schema)
 		})
 	}
 }
@@ -331,36 +332,134 @@ func TestLoadAccepts(t *testing.T) {
 	}
 }
 
+// relabel returns a fixture's exact bytes with its $schemaVersion changed,
+// in Python's layout, as the Python corpus builds its canonical
+// compatibility fixtures (sources.json: only the label changes).
+func relabel(t *testing.T, name, label string) []byte {
+	t.Helper()
+	raw := fixture(t, name)
+	var doc struct {
+		Label string `json:"$schemaVersion"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &doc))
+	old := `"$schemaVersion": "` + doc.Label + `"`
+	require.Equal(t, 1, bytes.Count(raw, []byte(old)))
+	return bytes.Replace(raw, []byte(old), []byte(`"$schemaVersion": "`+label+`"`), 1)
+}
+
+// writtenLabel writes cp and returns the label of the written document
+// after checking that it loads again.
+func writtenLabel(t *testing.T, cp *runstate.Checkpoint) string {
+	t.Helper()
+	back := roundTrip(t, cp)
+	raw, _ := back.Field("$schemaVersion")
+	assert.Equal(t, `"`+back.Schema+`"`, string(raw))
+	return back.Schema
+}
+
 func TestWriteLabel(t *testing.T) {
-	t.Run("older labels are upgraded to current", func(t *testing.T) {
-		cp, err := runstate.Load(pendingDoc(t, "1.17", ordinary(nil)))
-		require.NoError(t, err)
-		assert.Equal(t, "1.18", cp.WriteSchema())
-		back := roundTrip(t, cp)
-		assert.Equal(t, "1.18", back.Schema)
-		raw, _ := back.Field("$schemaVersion")
-		assert.Equal(t, `"1.18"`, string(raw))
+	t.Run("every Python fixture written back keeps its bytes and label", func(t *testing.T) {
+		for _, name := range fixtureNames {
+			raw := fixture(t, name)
+			cp, err := runstate.Load(raw)
+			require.NoError(t, err, name)
+			label := cp.Schema
+			out, err := cp.MarshalJSON()
+			require.NoError(t, err, name)
+			assert.Equal(t, string(raw), string(out), "%s: byte-identical", name)
+			assert.Equal(t, label, cp.WriteSchema(), name)
+		}
 	})
-	t.Run("a newer document keeps its label", func(t *testing.T) {
+	// minimal/v1_18.json was itself emitted by a 1.17 writer and relabelled
+	// (sources.json), and carries none of the 1.16+ payloads (Docker,
+	// approvals scope, MCP bindings): relabelled 1.15 it is the shape a
+	// 1.15 writer produces with no run in flight.
+	doc115 := relabel(t, "minimal/v1_18.json", "1.15")
+	t.Run("a 1.15 document without a pending write keeps 1.15", func(t *testing.T) {
+		cp, err := runstate.Load(doc115)
+		require.NoError(t, err)
+		require.Nil(t, cp.Pending)
+		out, err := cp.MarshalJSON()
+		require.NoError(t, err)
+		assert.Equal(t, string(doc115), string(out), "byte-identical")
+		// A plain save that registers nothing keeps the label too.
+		s := newFake(t, "s1")
+		cp.SetStep(runstate.StepRunAgain)
+		_, err = cp.Save(ctx, s, runstate.SaveArgs{NewItems: items(assistant("a")), Slice: true})
+		require.NoError(t, err)
+		assert.Equal(t, "1.15", writtenLabel(t, cp))
+	})
+	t.Run("the key table allows no record under 1.15", func(t *testing.T) {
+		_, err := runstate.Load(pendingDoc(t, "1.15", ordinary(nil)))
+		assert.ErrorIs(t, err, runstate.ErrInvalidPendingWrite)
+		_, err = runstate.Load(edit(t, "minimal/v1_18.json", func(d map[string]any) { d["$schemaVersion"] = "1.15"; d["terminal_unrecoverable"] = true }))
+		assert.ErrorIs(t, err, runstate.ErrInvalidTerminalMarker)
+		for _, row := range runstate.Variants() {
+			assert.GreaterOrEqual(t, runstate.CompareSchemas(row.Label, "1.17"), 0, "row %s/%s", row.Label, row.Name)
+		}
+	})
+	t.Run("an ordinary pending write is written as 1.17", func(t *testing.T) {
+		cp, err := runstate.Load(doc115)
+		require.NoError(t, err)
+		cp.SetStep(runstate.StepRunAgain)
+		s := newFake(t, "s1")
+		s.fault = failBefore
+		_, err = cp.Save(ctx, s, runstate.SaveArgs{NewItems: items(call("c1"), output("c1")), Register: true})
+		require.ErrorIs(t, err, errBackend)
+		require.NotNil(t, cp.Pending)
+		b, err := cp.MarshalJSON()
+		require.NoError(t, err)
+		back, err := runstate.Load(b)
+		require.NoError(t, err)
+		assert.Equal(t, "1.17", back.Schema)
+		assert.Equal(t, runstate.VariantOrdinary, back.Pending.Variant())
+		assert.NotContains(t, string(b), `"held"`, "the 1.17 record has exactly the four keys")
+		// Settled, the record goes: the live checkpoint is its 1.15 again,
+		// and the copy loaded at 1.17 keeps the label it was loaded with.
+		_, err = back.Resume(ctx, s)
+		require.NoError(t, err)
+		assert.Equal(t, "1.17", writtenLabel(t, back))
+		_, err = cp.Resume(ctx, newFake(t, "s1"))
+		require.NoError(t, err)
+		require.Nil(t, cp.Pending)
+		assert.Equal(t, "1.15", writtenLabel(t, cp))
+	})
+	t.Run("the terminal marker is written as 1.17", func(t *testing.T) {
+		cp, err := runstate.Load(doc115)
+		require.NoError(t, err)
+		cp.Terminal = true
+		assert.Equal(t, "1.17", writtenLabel(t, cp))
+	})
+	t.Run("a held record is written as 1.18", func(t *testing.T) {
+		for _, label := range []string{"1.15", "1.17"} {
+			cp, err := runstate.Load(relabel(t, "minimal/v1_18.json", label))
+			require.NoError(t, err)
+			cp.SetStep(runstate.StepInterruption)
+			require.NoError(t, cp.Park(newFake(t, "s1"), items(call("c1")), runstate.ParkOptions{ResponseID: ptr("resp_1")}))
+			back := roundTrip(t, cp)
+			assert.Equal(t, "1.18", back.Schema, label)
+			assert.True(t, back.Pending.Held)
+		}
+	})
+	t.Run("a 1.19 document stays 1.19", func(t *testing.T) {
 		cp, err := runstate.Load(fixture(t, "features/v1_19_held_pending_session_write.json"))
 		require.NoError(t, err)
-		assert.Equal(t, "1.19", roundTrip(t, cp).Schema)
-	})
-	t.Run("new checkpoints are current", func(t *testing.T) {
-		cp := runstate.New()
-		assert.Equal(t, runstate.CurrentSchema, roundTrip(t, cp).Schema)
-		assert.Equal(t, "1.18", runstate.CurrentSchema)
-	})
-	t.Run("a held record parked on a 1.17 checkpoint is written as 1.18", func(t *testing.T) {
-		cp, err := runstate.Load(edit(t, "minimal/v1_18.json", func(d map[string]any) {
-			d["$schemaVersion"] = "1.17"
-			d["current_step"] = map[string]any{"type": "next_step_run_again"}
-		}))
+		s := newFake(t, "session-118")
+		_, err = cp.Resume(ctx, s) // the held batch settles at entry
 		require.NoError(t, err)
-		require.NoError(t, cp.Park(newFake(t, "s1"), items(call("c1"), output("c1")), runstate.ParkOptions{}))
-		back := roundTrip(t, cp)
-		assert.Equal(t, "1.18", back.Schema)
-		assert.True(t, back.Pending.Held)
+		require.Nil(t, cp.Pending)
+		assert.Equal(t, "1.19", writtenLabel(t, cp))
+		cp, err = runstate.Load(fixture(t, "minimal/v1_19.json"))
+		require.NoError(t, err)
+		cp.SetStep(runstate.StepInterruption)
+		require.NoError(t, cp.Park(s, items(call("c1")), runstate.ParkOptions{}))
+		assert.Equal(t, "1.19", writtenLabel(t, cp), "never mislabelled older")
+	})
+	t.Run("new checkpoints are 1.17 until they hold a held record", func(t *testing.T) {
+		cp := fresh(runstate.StepInterruption)
+		assert.Equal(t, "1.17", writtenLabel(t, cp))
+		require.NoError(t, cp.Park(newFake(t, "s1"), items(call("c1")), runstate.ParkOptions{}))
+		assert.Equal(t, "1.18", writtenLabel(t, cp))
 	})
 	t.Run("supported labels", func(t *testing.T) {
 		labels := runstate.SupportedSchemas()

@@ -9,19 +9,19 @@ type Opt[T any] struct {
 	Value   *T
 }
 
-// Some returns a present, non-null Opt.
-func Some[T any](v T) Opt[T] { return Opt[T]{Present: true, Value: &v} }
+// some returns a present, non-null Opt.
+func some[T any](v T) Opt[T] { return Opt[T]{Present: true, Value: &v} }
 
-// Null returns a present null Opt.
-func Null[T any]() Opt[T] { return Opt[T]{Present: true} }
+// null returns a present null Opt.
+func null[T any]() Opt[T] { return Opt[T]{Present: true} }
 
-// OptFromPtr returns a present Opt holding *p, or null when p is nil.
-func OptFromPtr[T any](p *T) Opt[T] {
+// optFromPtr returns a present Opt holding *p, or null when p is nil.
+func optFromPtr[T any](p *T) Opt[T] {
 	if p == nil {
-		return Null[T]()
+		return null[T]()
 	}
 	v := *p
-	return Some(v)
+	return some(v)
 }
 
 // Get returns the value when the member is present and not null.

@@ -6,8 +6,8 @@ import (
 	"github.com/agentsessions/sessions/session"
 )
 
-// Member is one raw member of a JSON object.
-type Member struct {
+// member is one raw member of a JSON object.
+type member struct {
 	Key   string
 	Value json.RawMessage
 }
@@ -41,12 +41,13 @@ type PendingWrite struct {
 	// ReasoningItemIDPolicy is the policy the held batch was converted
 	// under; folds convert under it (held only).
 	ReasoningItemIDPolicy Opt[Policy]
-	// Extra holds the members of the record's variant that this package
+	// extra holds the members of the record's variant that this package
 	// does not model (main-line compaction metadata, pending_input,
 	// current_response), written back unchanged.
-	Extra []Member
+	extra []member
 
 	variant string // key-table row the record was loaded under
+	label   string // that row's label: the least a record with extra needs
 	heldKey bool   // "held": false was present
 }
 
@@ -54,8 +55,8 @@ type PendingWrite struct {
 // under, or "" for a record made in this process.
 func (w *PendingWrite) Variant() string { return w.variant }
 
-// Clone returns a deep copy of w.
-func (w *PendingWrite) Clone() *PendingWrite {
+// clone returns a deep copy of w.
+func (w *PendingWrite) clone() *PendingWrite {
 	if w == nil {
 		return nil
 	}
@@ -70,10 +71,10 @@ func (w *PendingWrite) Clone() *PendingWrite {
 	c.ResponseID = w.ResponseID.clone()
 	c.Store = w.Store.clone()
 	c.ReasoningItemIDPolicy = w.ReasoningItemIDPolicy.clone()
-	if w.Extra != nil {
-		c.Extra = make([]Member, len(w.Extra))
-		for i, m := range w.Extra {
-			c.Extra[i] = Member{Key: m.Key, Value: append(json.RawMessage(nil), m.Value...)}
+	if w.extra != nil {
+		c.extra = make([]member, len(w.extra))
+		for i, m := range w.extra {
+			c.extra[i] = member{Key: m.Key, Value: append(json.RawMessage(nil), m.Value...)}
 		}
 	}
 	return &c

@@ -208,7 +208,7 @@ func TestSingleSlot(t *testing.T) {
 	assert.Equal(t, "c1", cp.Pending.Items[0].CallID(), "the standing record is untouched")
 	err = cp.Park(s, items(call("c3")), runstate.ParkOptions{})
 	require.ErrorIs(t, err, runstate.ErrSlotOccupied, "a park cannot replace an ordinary record")
-	_, _, err = cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: items(output("c9"))})
+	_, err = cp.SaveResumedTurn(ctx, s, runstate.ResumedTurn{Items: items(output("c9"))})
 	require.ErrorIs(t, err, runstate.ErrSlotOccupied)
 }
 

@@ -35,7 +35,7 @@ func (cp *Checkpoint) Resume(ctx context.Context, s session.Session) (SaveResult
 	// A resume is a new run: outputs an earlier run folded are carried
 	// history now, which no filter of this run may withdraw.
 	cp.folded = nil
-	if err := cp.CheckResumable(); err != nil {
+	if err := cp.checkResumable(); err != nil {
 		return SaveResult{}, err
 	}
 	w := cp.Pending
@@ -60,7 +60,7 @@ func (cp *Checkpoint) settleHeldAtEntry(ctx context.Context, s session.Session) 
 	if s == nil || cp.Step.Kind != StepRunAgain {
 		return SaveResult{}, nil
 	}
-	settling := SafeToSettle(w.Items, nil, nil, nil)
+	settling := safeToSettle(w.Items, nil, nil, nil)
 	cp.Pending = nil
 	if len(settling) == 0 {
 		return SaveResult{}, nil
@@ -72,7 +72,7 @@ func (cp *Checkpoint) settleHeldAtEntry(ctx context.Context, s session.Session) 
 		Store:        w.Store.Ptr(),
 		Slice:        true,
 		Register:     true,
-		SettlingHeld: true,
+		settlingHeld: true,
 	})
 }
 
@@ -154,24 +154,24 @@ func (cp *Checkpoint) appendOrdinary(ctx context.Context, s session.Session) (bo
 // the retry redoes compaction only and never re-appends.
 func (cp *Checkpoint) settleCompactionRecord(ctx context.Context, s session.Session) (SaveResult, error) {
 	w := cp.Pending
-	ack, _ := lookup(w.Extra, "append_acknowledged")
+	ack, _ := lookup(w.extra, "append_acknowledged")
 	if string(ack) != "true" {
 		if _, err := cp.appendOrdinary(ctx, s); err != nil {
 			return SaveResult{}, err
 		}
-		w.Extra = setMember(w.Extra, "append_acknowledged", []byte("true"))
+		w.extra = setMember(w.extra, "append_acknowledged", []byte("true"))
 	} else if s == nil || s.SessionID() != w.SessionID {
 		return SaveResult{}, ErrWrongSession
 	}
-	raw, _ := lookup(w.Extra, "response_id")
+	raw, _ := lookup(w.extra, "response_id")
 	responseID, _ := jsonString(raw)
 	var store *bool
-	if raw, ok := lookup(w.Extra, "store"); ok {
+	if raw, ok := lookup(w.extra, "store"); ok {
 		if b, ok := jsonBool(raw); ok {
 			store = &b
 		}
 	}
-	raw, _ = lookup(w.Extra, "has_local_tool_outputs")
+	raw, _ = lookup(w.extra, "has_local_tool_outputs")
 	local, _ := jsonBool(raw)
 	c, err := compact(ctx, s, responseID, store, local)
 	res := SaveResult{Compaction: c}

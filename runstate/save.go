@@ -11,9 +11,9 @@ import (
 
 // SaveArgs are the arguments of one Save (Python's save_result_to_session).
 type SaveArgs struct {
-	// Input is the input slot: the caller's input items, or a held batch
-	// that is settling through this save (SettlingHeld). It is saved ahead
-	// of NewItems, as is.
+	// Input is the input slot: the caller's input items. It is saved ahead
+	// of NewItems, as is, and never counts toward the result's Count or
+	// the compaction deferral.
 	Input []session.Item
 	// NewItems are the turn's items, in input-item form, before conversion.
 	NewItems []session.Item
@@ -33,10 +33,11 @@ type SaveArgs struct {
 	// it immediately, so a crash or failure mid-append leaves a record
 	// Resume recovers (Python passes resumed_write_state).
 	Register bool
-	// SettlingHeld says Input is a held batch settling here: its items count
-	// toward the reported count and its outputs toward the compaction
-	// deferral.
-	SettlingHeld bool
+
+	// settlingHeld says Input is a held batch settling here (set only by
+	// SaveResumedTurn and Resume): its items count toward the reported
+	// count and its outputs toward the compaction deferral.
+	settlingHeld bool
 }
 
 // CompactionKind says what a save's compaction bookkeeping did.
@@ -60,7 +61,8 @@ type Compaction struct {
 // SaveResult is what one save did.
 type SaveResult struct {
 	// Count is the number of items the append wrote out of NewItems, plus,
-	// when SettlingHeld, out of Input (after dedup).
+	// when a held batch settles through the save (SaveResumedTurn, Resume),
+	// out of that batch (after dedup).
 	Count int
 	// Appended is the batch handed to the session (nil when nothing was
 	// appended).
@@ -88,13 +90,13 @@ func (cp *Checkpoint) Save(ctx context.Context, s session.Session, args SaveArgs
 		already = cp.PersistedCount
 	}
 	newRun := sliceTurn(args.NewItems, already, args.Slice)
-	conversation := IsConversation(s)
+	conversation := isConversation(s)
 	ignoreIDs := session.Probe(s).Has(session.CapIgnoresIDs)
 	converted := forSession(s, newRun, args.Policy)
 
-	toSave := Dedupe(append(slices.Clone(args.Input), converted...))
+	toSave := dedupe(append(slices.Clone(args.Input), converted...))
 	if conversation {
-		toSave = mapItems(toSave, Sanitize)
+		toSave = mapItems(toSave, sanitize)
 	}
 	remaining, err := digestCounts(toSave, ignoreIDs)
 	if err != nil {
@@ -103,7 +105,7 @@ func (cp *Checkpoint) Save(ctx context.Context, s session.Session, args SaveArgs
 	count := 0
 	for _, list := range [][]session.Item{converted, heldIf(args)} {
 		if conversation {
-			list = mapItems(list, Sanitize)
+			list = mapItems(list, sanitize)
 		}
 		ds, err := history.Digests(list, ignoreIDs)
 		if err != nil {
@@ -117,7 +119,7 @@ func (cp *Checkpoint) Save(ctx context.Context, s session.Session, args SaveArgs
 		}
 	}
 	if conversation {
-		toSave = slices.DeleteFunc(toSave, Unpersistable)
+		toSave = slices.DeleteFunc(toSave, unpersistable)
 	}
 	if len(toSave) == 0 {
 		if args.Slice {
@@ -144,7 +146,7 @@ func (cp *Checkpoint) Save(ctx context.Context, s session.Session, args SaveArgs
 		cp.PersistedCount = already + count
 	}
 	res := SaveResult{Count: count, Appended: toSave}
-	local := hasLocalOutputs(args.NewItems) || (args.SettlingHeld && hasLocalOutputs(args.Input))
+	local := hasLocalOutputs(args.NewItems) || (args.settlingHeld && hasLocalOutputs(args.Input))
 	res.Compaction, err = compact(ctx, s, args.ResponseID, args.Store, local)
 	return res, err
 }
@@ -172,7 +174,7 @@ func sliceTurn(items []session.Item, n int, slice bool) []session.Item {
 // heldIf returns the input slot when it is a settling held batch, whose
 // items count toward the save's count.
 func heldIf(args SaveArgs) []session.Item {
-	if args.SettlingHeld {
+	if args.settlingHeld {
 		return args.Input
 	}
 	return nil
@@ -233,35 +235,39 @@ type ResumedTurn struct {
 }
 
 // SaveResumedTurn persists a resumed turn's items with the held batch
-// ahead of them in one ordered append (Python's save_resumed_turn_items):
-// a held batch the items already cover is dropped as redundant, otherwise
-// the pairing guard keeps only settle-safe held items (calls still pending
-// approval on cp.Step settle unpaired; when the resolved items are not
-// empty, a held output folded this turn that they no longer carry is
-// withdrawn, taking its call with it); the save registers the ordinary pending write when the step is
-// run-again or interruption or a held batch is settling. It sets and
-// returns cp.PersistedCount: the previous count plus the count the append
-// reports (settled held items included). With s nil, or nothing to save,
-// it changes nothing; a detached exit must therefore fold its items with
-// ExtendHeld rather than TakeHeld the batch.
-func (cp *Checkpoint) SaveResumedTurn(ctx context.Context, s session.Session, turn ResumedTurn) (int, SaveResult, error) {
+// ahead of them in one ordered append (Python's save_resumed_turn_items).
+// Items is the resolved turn as the handoff filter left it; Held is the
+// batch claimed with TakeHeld in the same exit.
+//
+// A held batch the items already cover is dropped as redundant. Otherwise,
+// when Items is not empty, each held output folded this turn (ExtendHeld)
+// that Items no longer carries is withdrawn and takes its call with it
+// (the same rule HoldResumedTurn applies detached), and the pairing guard
+// keeps only settle-safe held items (calls still pending approval on
+// cp.Step settle unpaired). The save registers the ordinary pending write
+// when the step is run-again or interruption or a held batch is settling.
+//
+// On success cp.PersistedCount becomes the previous count plus the count
+// the append reports (settled held items included); the SaveResult says
+// what was appended and the compaction done. With s nil, or nothing to
+// save, it changes nothing: a detached exit calls HoldResumedTurn instead
+// and leaves the batch on the checkpoint.
+func (cp *Checkpoint) SaveResumedTurn(ctx context.Context, s session.Session, turn ResumedTurn) (SaveResult, error) {
 	prev := cp.PersistedCount
 	if s == nil || (len(turn.Items) == 0 && len(turn.Held) == 0) {
-		return prev, SaveResult{}, nil
+		return SaveResult{}, nil
 	}
 	settlingHeld := len(turn.Held) > 0
 	held := turn.Held
-	if settlingHeld && CoversHeld(turn.Items, held, turn.Policy) {
+	if settlingHeld && coversHeld(turn.Items, held, turn.Policy) {
 		held = nil
 	}
 	if len(held) > 0 {
-		if len(turn.Items) > 0 {
-			// A filter that kept part of the turn has authority over the
-			// outputs folded this turn; an emptied turn does not withdraw
-			// the executed pairs (semantics §5.1.7).
-			held = cp.withdrawFiltered(held, turn.Items, turn.Policy)
-		}
-		held = SafeToSettle(held, turn.Items, turn.Policy, cp.pendingIDs())
+		// A filter that kept part of the turn has authority over the
+		// outputs folded this turn; an emptied turn does not withdraw the
+		// executed pairs (semantics §5.1.7).
+		held = withdraw(held, cp.filtered(turn.Items, turn.Policy))
+		held = safeToSettle(held, turn.Items, turn.Policy, cp.pendingIDs())
 	}
 	register := cp.Step.Kind == StepRunAgain || cp.Step.Kind == StepInterruption || settlingHeld
 	res, err := cp.Save(ctx, s, SaveArgs{
@@ -271,13 +277,13 @@ func (cp *Checkpoint) SaveResumedTurn(ctx context.Context, s session.Session, tu
 		ResponseID:   turn.ResponseID,
 		Store:        turn.Store,
 		Register:     register,
-		SettlingHeld: settlingHeld,
+		settlingHeld: settlingHeld,
 	})
 	if err != nil && res.Appended == nil {
-		return cp.PersistedCount, res, err
+		return res, err
 	}
 	cp.PersistedCount = prev + res.Count
-	return cp.PersistedCount, res, err
+	return res, err
 }
 
 // pendingIDs returns the ids still awaiting approval on the current step.

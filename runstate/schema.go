@@ -6,14 +6,15 @@ import (
 	"strings"
 )
 
-// CurrentSchema is the label Marshal writes for a checkpoint loaded from an
-// older label, or created with New: the PR #4828 line's 1.18, which is what
-// the Python loader of our seed accepts.
-const CurrentSchema = "1.18"
-
-// MinPendingWriteSchema is the first label that may carry a pending write
-// and the terminal marker.
-const MinPendingWriteSchema = "1.17"
+// The labels this package writes (semantics §3.1).
+const (
+	// pendingWriteSchema is the first label that may carry a pending write
+	// and the terminal marker: the released line's 1.17 four-key record.
+	pendingWriteSchema = "1.17"
+	// heldSchema is the first label that may carry a held record: the PR
+	// #4828 line's 1.18.
+	heldSchema = "1.18"
+)
 
 // schemaSummaries lists every supported label (semantics §3.1), oldest first.
 var schemaSummaries = []struct{ label, summary string }{
@@ -39,8 +40,8 @@ var schemaSummaries = []struct{ label, summary string }{
 	{"1.19", "held pending Session write with current_response (read only; never written unless loaded)"},
 }
 
-// SupportedSchemas returns every label Load accepts, oldest first.
-func SupportedSchemas() []string {
+// supportedSchemas returns every label Load accepts, oldest first.
+func supportedSchemas() []string {
 	out := make([]string, len(schemaSummaries))
 	for i, s := range schemaSummaries {
 		out[i] = s.label
@@ -48,8 +49,8 @@ func SupportedSchemas() []string {
 	return out
 }
 
-// SchemaSummary returns the one-line summary of a supported label.
-func SchemaSummary(label string) (string, bool) {
+// schemaSummary returns the one-line summary of a supported label.
+func schemaSummary(label string) (string, bool) {
 	for _, s := range schemaSummaries {
 		if s.label == label {
 			return s.summary, true
@@ -78,9 +79,9 @@ func (v schemaVersion) less(w schemaVersion) bool {
 	return v.major < w.major || (v.major == w.major && v.minor < w.minor)
 }
 
-// CompareSchemas compares two labels numerically on (major, minor): -1, 0
+// compareSchemas compares two labels numerically on (major, minor): -1, 0
 // or +1. Unparseable labels sort before every valid one.
-func CompareSchemas(a, b string) int {
+func compareSchemas(a, b string) int {
 	va, oka := parseSchema(a)
 	vb, okb := parseSchema(b)
 	switch {
@@ -99,18 +100,18 @@ func CompareSchemas(a, b string) int {
 }
 
 func supported(label string) bool {
-	return slices.Contains(SupportedSchemas(), label)
+	return slices.Contains(supportedSchemas(), label)
 }
 
 // The four keys every pending write carries.
 var baseKeys = []string{"session_id", "items", "before", "persisted_count"}
 
-// Variant is one row of the pending-write key table: the shape a record may
+// keyRow is one row of the pending-write key table: the shape a record may
 // take under one schema label. A record is matched to the row of its label
 // whose Distinguishing keys it carries (the row with none is the label's
 // ordinary form); its key set minus the row's Optional keys must then equal
 // the four base keys exactly (semantics §3.2 rule 4).
-type Variant struct {
+type keyRow struct {
 	Label          string   // schema label
 	Name           string   // row name, e.g. "ordinary", "held"
 	Distinguishing []string // keys whose presence selects this row; empty for the ordinary row
@@ -128,7 +129,7 @@ const (
 
 // variants is the key table. Adding a shape of semantics §3.1 is adding a row
 // (and, where it has rules of its own, a check in validateVariant).
-var variants = []Variant{
+var variants = []keyRow{
 	{Label: "1.17", Name: VariantOrdinary},
 	// PR #4828 reviewed head.
 	{Label: "1.18", Name: VariantOrdinary},
@@ -151,8 +152,8 @@ var variants = []Variant{
 }
 
 // Variants returns the pending-write key table, row by row.
-func Variants() []Variant {
-	out := make([]Variant, len(variants))
+func keyTable() []keyRow {
+	out := make([]keyRow, len(variants))
 	for i, v := range variants {
 		v.Distinguishing = slices.Clone(v.Distinguishing)
 		v.Optional = slices.Clone(v.Optional)

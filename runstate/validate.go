@@ -18,8 +18,8 @@ func decodePending(label string, step StepKind, raw json.RawMessage) (*PendingWr
 		return loadErr(ErrInvalidPendingWrite, rule, format, args...)
 	}
 	// Rule 1: the schema.
-	if CompareSchemas(label, MinPendingWriteSchema) < 0 {
-		return nil, bad(RulePendingSchema, "a pending write needs schema %s or newer, the document is %s", MinPendingWriteSchema, label)
+	if compareSchemas(label, pendingWriteSchema) < 0 {
+		return nil, bad(RulePendingSchema, "a pending write needs schema %s or newer, the document is %s", pendingWriteSchema, label)
 	}
 	// Rule 2: the step.
 	if step != StepRunAgain && step != StepInterruption {
@@ -38,7 +38,7 @@ func decodePending(label string, step StepKind, raw json.RawMessage) (*PendingWr
 	if err != nil {
 		return nil, err
 	}
-	w := &PendingWrite{variant: row.Name}
+	w := &PendingWrite{variant: row.Name, label: row.Label}
 	var keys []string
 	for _, m := range ms {
 		keys = append(keys, m.Key)
@@ -65,18 +65,18 @@ func decodePending(label string, step StepKind, raw json.RawMessage) (*PendingWr
 		// Rule 7: the held keys' types.
 		if v, ok := get("response_id"); ok {
 			if s, isStr := jsonString(v); isStr {
-				w.ResponseID = Some(s)
+				w.ResponseID = some(s)
 			} else if isNull(v) {
-				w.ResponseID = Null[string]()
+				w.ResponseID = null[string]()
 			} else {
 				return nil, bad(RulePendingHeldKeyTypes, "response_id must be a string or null, got %s", clip(v))
 			}
 		}
 		if v, ok := get("store"); ok {
 			if b, isBool := jsonBool(v); isBool {
-				w.Store = Some(b)
+				w.Store = some(b)
 			} else if isNull(v) {
-				w.Store = Null[bool]()
+				w.Store = null[bool]()
 			} else {
 				return nil, bad(RulePendingHeldKeyTypes, "store must be a boolean or null, got %s", clip(v))
 			}
@@ -129,7 +129,7 @@ func decodePending(label string, step StepKind, raw json.RawMessage) (*PendingWr
 		return nil, bad(RulePendingPersistedCount, "persisted_count must be a non-negative int, got %s", clip(pc))
 	}
 	w.PersistedCount = n
-	// The variant's own rules; its unmodelled members ride in Extra.
+	// The variant's own rules; its unmodelled members ride in extra.
 	modelled := map[string]bool{"session_id": true, "items": true, "before": true, "persisted_count": true}
 	if row.Held {
 		for _, k := range []string{"held", "response_id", "store", "reasoning_item_id_policy"} {
@@ -138,7 +138,7 @@ func decodePending(label string, step StepKind, raw json.RawMessage) (*PendingWr
 	}
 	for _, m := range ms {
 		if !modelled[m.Key] {
-			w.Extra = append(w.Extra, Member{Key: m.Key, Value: m.Value})
+			w.extra = append(w.extra, member{Key: m.Key, Value: m.Value})
 		}
 	}
 	if err := validateVariant(row, w); err != nil {
@@ -149,8 +149,8 @@ func decodePending(label string, step StepKind, raw json.RawMessage) (*PendingWr
 
 // selectVariant picks the key-table row of label whose distinguishing keys
 // the record carries; with none, the label's ordinary row.
-func selectVariant(label string, ms []Member) (Variant, error) {
-	var ordinary *Variant
+func selectVariant(label string, ms []member) (keyRow, error) {
+	var ordinary *keyRow
 	for i := range variants {
 		v := &variants[i]
 		if v.Label != label {
@@ -167,14 +167,14 @@ func selectVariant(label string, ms []Member) (Variant, error) {
 		}
 	}
 	if ordinary == nil {
-		return Variant{}, loadErr(ErrInvalidPendingWrite, RulePendingSchema, "schema %s has no pending-write shape", label)
+		return keyRow{}, loadErr(ErrInvalidPendingWrite, RulePendingSchema, "schema %s has no pending-write shape", label)
 	}
 	return *ordinary, nil
 }
 
 // checkKeys is rule 4 (and rule 8 for a record that carries held-only keys
 // without the held marker).
-func checkKeys(label string, row Variant, keys []string) error {
+func checkKeys(label string, row keyRow, keys []string) error {
 	var missing, unexpected []string
 	for _, k := range baseKeys {
 		if !slices.Contains(keys, k) {
@@ -228,11 +228,11 @@ func allHeldOnly(keys []string) bool {
 }
 
 // validateVariant applies the rules a variant adds to the base rules.
-func validateVariant(row Variant, w *PendingWrite) error {
+func validateVariant(row keyRow, w *PendingWrite) error {
 	bad := func(format string, args ...any) error {
 		return loadErr(ErrInvalidPendingWrite, RulePendingVariant, format, args...)
 	}
-	get := func(k string) (json.RawMessage, bool) { return lookup(w.Extra, k) }
+	get := func(k string) (json.RawMessage, bool) { return lookup(w.extra, k) }
 	switch row.Name {
 	case VariantCompaction:
 		if v, ok := get("response_id"); ok {
@@ -307,20 +307,20 @@ func validateVariant(row Variant, w *PendingWrite) error {
 	return nil
 }
 
-func mustLookup(ms []Member, k string) json.RawMessage {
+func mustLookup(ms []member, k string) json.RawMessage {
 	v, _ := lookup(ms, k)
 	return v
 }
 
 func decodePolicy(v json.RawMessage) (Opt[Policy], error) {
 	if isNull(v) {
-		return Null[Policy](), nil
+		return null[Policy](), nil
 	}
 	s, ok := jsonString(v)
 	if !ok || !Policy(s).valid() {
 		return Opt[Policy]{}, fmt.Errorf(`must be "preserve", "omit" or null, got %s`, clip(v))
 	}
-	return Some(Policy(s)), nil
+	return some(Policy(s)), nil
 }
 
 // decodeItems decodes a JSON list of objects into compact items.

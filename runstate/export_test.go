@@ -1,0 +1,53 @@
+package runstate
+
+// Test-only access to unexported helpers and state; compiled into the
+// package's tests only, so the package's API stays what a loop author calls.
+
+// Helpers of the conversion, dedup and pairing rules.
+var (
+	Convert          = convert
+	Sanitize         = sanitize
+	Unpersistable    = unpersistable
+	DedupeKey        = dedupeKey
+	Dedupe           = dedupe
+	SafeToSettle     = safeToSettle
+	CoversHeld       = coversHeld
+	CompareSchemas   = compareSchemas
+	SupportedSchemas = supportedSchemas
+	SchemaSummary    = schemaSummary
+	Variants         = keyTable
+)
+
+// Variant is a row of the pending-write key table.
+type Variant = keyRow
+
+// Member is one raw member of a JSON object.
+type Member = member
+
+// Some returns a present, non-null Opt.
+func Some[T any](v T) Opt[T] { return some(v) }
+
+// Null returns a present null Opt.
+func Null[T any]() Opt[T] { return null[T]() }
+
+// OptFromPtr returns a present Opt holding *p, or null when p is nil.
+func OptFromPtr[T any](p *T) Opt[T] { return optFromPtr(p) }
+
+// InProgress reports whether a settle of the checkpoint's record is running.
+func (cp *Checkpoint) InProgress() bool { return cp.inProgress }
+
+// WriteSchema is the label MarshalJSON writes.
+func (cp *Checkpoint) WriteSchema() string { return cp.writeSchema() }
+
+// Extra returns the record's unmodelled members.
+func (w *PendingWrite) Extra() []Member { return w.extra }
+
+// Clone returns a deep copy of w.
+func (w *PendingWrite) Clone() *PendingWrite { return w.clone() }
+
+// Settling returns args with the input slot marked as a settling held
+// batch, as SaveResumedTurn and Resume pass it.
+func Settling(args SaveArgs) SaveArgs {
+	args.settlingHeld = true
+	return args
+}
