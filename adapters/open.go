@@ -132,12 +132,12 @@ func OpenWith(ctx context.Context, dsn string, opts Options) (Store, error) {
 	if strings.TrimSpace(dsn) == "" {
 		return nil, fmt.Errorf("%w: empty", ErrInvalidDSN)
 	}
+	if strings.Contains(dsn, "#") {
+		return nil, fmt.Errorf("%w: %s: a '#' ends a URL (write a literal '#' as %%23)", ErrInvalidDSN, red)
+	}
 	u, err := url.Parse(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %s", ErrInvalidDSN, red, parseProblem(err, secret))
-	}
-	if u.Fragment != "" || u.RawFragment != "" || strings.Contains(dsn, "#") {
-		return nil, fmt.Errorf("%w: %s: a '#' ends the URL there (write a literal '#' as %%23)", ErrInvalidDSN, red)
 	}
 	scheme := strings.ToLower(u.Scheme)
 	mu.RLock()
@@ -188,7 +188,7 @@ func parseProblem(err error, secret string) string {
 		}
 	}
 	if strings.HasPrefix(msg, "invalid port") {
-		return "an invalid port after the host"
+		return "an invalid port after the host (in a password, write '/' as %2F, '?' as %3F and '@' as %40)"
 	}
 	if secret == "" && !strings.ContainsAny(msg, `"'`) {
 		return msg

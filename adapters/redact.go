@@ -48,18 +48,16 @@ func scrub(err error, secret string) error {
 	}
 	msg := err.Error()
 	forms := []string{secret}
-	if s, e := url.PathUnescape(secret); e == nil && s != secret {
-		forms = append(forms, s)
-	}
-	if s, e := url.QueryUnescape(secret); e == nil && s != secret {
-		forms = append(forms, s)
-	}
-	if s := url.UserPassword("u", secret).String(); s != "u:"+secret {
-		forms = append(forms, strings.TrimPrefix(s, "u:"))
+	for _, unescape := range []func(string) (string, error){url.PathUnescape, url.QueryUnescape} {
+		if s, e := unescape(secret); e == nil {
+			forms = append(forms, s)
+			// as url.URL.String writes the decoded password again
+			forms = append(forms, strings.TrimPrefix(url.UserPassword("u", s).String(), "u:"))
+		}
 	}
 	changed := false
 	for _, f := range forms {
-		if f != "" && strings.Contains(msg, f) {
+		if f != "" && f != mask && strings.Contains(msg, f) {
 			msg = strings.ReplaceAll(msg, f, mask)
 			changed = true
 		}

@@ -10,20 +10,21 @@ import (
 	"unicode/utf8"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
 
 	"github.com/agentsessions/sessions/adapters"
 	"github.com/agentsessions/sessions/session"
 )
 
-// Schemes are the URL schemes of MongoDB stores.
-var Schemes = []string{"mongodb", "mongodb+srv"}
+// schemes are the URL schemes of MongoDB stores.
+var schemes = []string{"mongodb", "mongodb+srv"}
 
-// URLOptions are the query options the adapter takes; every other option
+// urlOptions are the query options the adapter takes; every other option
 // is the driver's own connection-string option, validated by the driver.
-var URLOptions = []string{"sessions_collection", "messages_collection", "ttl", "max_batch_bytes"}
+var urlOptions = []string{"sessions_collection", "messages_collection", "ttl", "max_batch_bytes"}
 
 func init() {
-	for _, s := range Schemes {
+	for _, s := range schemes {
 		adapters.Register(s, URLOpener{})
 	}
 }
@@ -40,7 +41,7 @@ type URLOpener struct{}
 
 // OpenStoreURL connects to the deployment u names.
 func (URLOpener) OpenStoreURL(ctx context.Context, u *url.URL, o adapters.Options) (adapters.Store, error) {
-	q, err := adapters.ParsePassthroughQuery(u, URLOptions...)
+	q, err := adapters.ParsePassthroughQuery(u, urlOptions...)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +52,7 @@ func (URLOpener) OpenStoreURL(ctx context.Context, u *url.URL, o adapters.Option
 	}
 	for _, name := range []string{"sessions_collection", "messages_collection"} {
 		if q.Has(name) {
-			if err := ValidCollectionName(q.Get(name)); err != nil {
+			if err := validCollectionName(q.Get(name)); err != nil {
 				return nil, fmt.Errorf("%w: option %s: %w", adapters.ErrInvalidDSN, name, err)
 			}
 		}
@@ -64,6 +65,10 @@ func (URLOpener) OpenStoreURL(ctx context.Context, u *url.URL, o adapters.Option
 	}
 	if _, err := opts.withDefaults(); err != nil {
 		return nil, fmt.Errorf("%w: %w", adapters.ErrInvalidDSN, err)
+	}
+	if unknown := unknownDriverOptions(q.Passthrough()); len(unknown) > 0 {
+		return nil, fmt.Errorf("%w: unknown option(s) %s for %s (the adapter's: %s; the others are the driver's connection-string options)",
+			adapters.ErrInvalidDSN, strings.Join(unknown, ", "), strings.ToLower(u.Scheme), strings.Join(urlOptions, ", "))
 	}
 	uri := q.DriverURL(u)
 	db, err := databaseFromURI(uri)
@@ -93,10 +98,10 @@ func (URLOpener) OpenStoreURL(ctx context.Context, u *url.URL, o adapters.Option
 	return &urlStore{Store: base, st: st}, nil
 }
 
-// ValidCollectionName reports why name cannot name a collection of the
+// validCollectionName reports why name cannot name a collection of the
 // adapter: empty, longer than 120 bytes, not UTF-8, holding '$' or NUL,
 // starting with '.' or "system." (the server's own collections).
-func ValidCollectionName(name string) error {
+func validCollectionName(name string) error {
 	switch {
 	case name == "":
 		return errors.New("empty collection name")
@@ -112,6 +117,34 @@ func ValidCollectionName(name string) error {
 		return fmt.Errorf("collection name %q is in the server's system namespace", name)
 	}
 	return nil
+}
+
+// unknownDriverOptions returns the options the driver does not know (it
+// would ignore them), sorted. It parses them alone, on a plain mongodb://
+// URI so that no DNS lookup happens; the driver's srv options are left to
+// the driver.
+func unknownDriverOptions(opts url.Values) []string {
+	probe := url.Values{}
+	for k, vs := range opts {
+		if !strings.HasPrefix(strings.ToLower(k), "srv") {
+			probe[k] = vs
+		}
+	}
+	if len(probe) == 0 {
+		return nil
+	}
+	cs, err := connstring.Parse("mongodb://localhost/?" + probe.Encode())
+	if err != nil {
+		return nil // a value the driver refuses: Open reports it
+	}
+	var out []string
+	for k := range probe {
+		if _, ok := cs.UnknownOptions[strings.ToLower(k)]; ok {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // validDatabaseName reports why name cannot name a database.

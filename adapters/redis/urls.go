@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"sort"
@@ -14,15 +15,15 @@ import (
 	"github.com/agentsessions/sessions/adapters"
 )
 
-// Schemes are the URL schemes of Redis stores (see Open for their forms).
-var Schemes = []string{"redis", "rediss", "unix", "redis+cluster", "rediss+cluster", "redis+sentinel", "rediss+sentinel"}
+// schemes are the URL schemes of Redis stores (see Open for their forms).
+var schemes = []string{"redis", "rediss", "unix", "redis+cluster", "rediss+cluster", "redis+sentinel", "rediss+sentinel"}
 
-// URLOptions are the query options the adapter takes; every other option
+// urlOptions are the query options the adapter takes; every other option
 // is go-redis's own (dial_timeout, pool_size, …), validated by go-redis.
-var URLOptions = []string{"key_prefix", "layout", "ttl", "refresh_on_read", "max_batch_bytes"}
+var urlOptions = []string{"key_prefix", "layout", "ttl", "refresh_on_read", "max_batch_bytes"}
 
 func init() {
-	for _, s := range Schemes {
+	for _, s := range schemes {
 		adapters.Register(s, URLOpener{})
 	}
 }
@@ -37,7 +38,7 @@ type URLOpener struct{}
 
 // OpenStoreURL connects to the deployment u names.
 func (URLOpener) OpenStoreURL(ctx context.Context, u *url.URL, o adapters.Options) (adapters.Store, error) {
-	q, err := adapters.ParsePassthroughQuery(u, URLOptions...)
+	q, err := adapters.ParsePassthroughQuery(u, urlOptions...)
 	if err != nil {
 		return nil, err
 	}
@@ -63,6 +64,9 @@ func (URLOpener) OpenStoreURL(ctx context.Context, u *url.URL, o adapters.Option
 		return nil, fmt.Errorf("%w: %w", adapters.ErrInvalidDSN, err)
 	}
 	st, err := Open(ctx, q.DriverURL(u), opts)
+	if errors.Is(err, ErrInvalidOptions) {
+		return nil, fmt.Errorf("%w: %w", adapters.ErrInvalidDSN, err)
+	}
 	if err != nil {
 		return nil, err
 	}
