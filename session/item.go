@@ -17,14 +17,22 @@ type Item struct {
 }
 
 // itemData is what an Item points to. An Item is one pointer wide, so it
-// is cheap to copy and to pass through interfaces.
+// is cheap to copy and to pass through interfaces. ix locates the top-level
+// members, recorded while the bytes were validated, so that every accessor
+// answers without parsing the item again.
 type itemData struct {
 	raw []byte
+	ix  index
 }
 
-// wrap returns the Item holding b, which must already be validated and is
-// taken over.
-func wrap(b []byte) Item { return Item{d: &itemData{raw: b}} }
+// newItem validates b and returns the Item holding it; b is taken over.
+func newItem(b []byte) (Item, error) {
+	d := &itemData{raw: b}
+	if !scanObject(b, &d.ix) {
+		return Item{}, invalidReason(b)
+	}
+	return Item{d: d}, nil
+}
 
 // bytesOf returns the item's bytes, nil for the zero Item.
 func (it Item) bytesOf() []byte {
@@ -37,18 +45,12 @@ func (it Item) bytesOf() []byte {
 // NewItem returns an Item holding a copy of b, or an error wrapping
 // ErrInvalidItem when b is not one JSON object.
 func NewItem(b []byte) (Item, error) {
-	if err := checkObject(b); err != nil {
-		return Item{}, err
-	}
-	return wrap(bytes.Clone(b)), nil
+	return newItem(bytes.Clone(b))
 }
 
 // ParseItem is NewItem for a string.
 func ParseItem(s string) (Item, error) {
-	if err := checkObject([]byte(s)); err != nil {
-		return Item{}, err
-	}
-	return wrap([]byte(s)), nil
+	return newItem([]byte(s))
 }
 
 // MustItem is ParseItem that panics on invalid input; for tests and
@@ -80,10 +82,7 @@ func MarshalItem(v any) (Item, error) {
 	if err != nil {
 		return Item{}, fmt.Errorf("%w: %v", ErrInvalidItem, err)
 	}
-	if err := checkObject(b); err != nil {
-		return Item{}, err
-	}
-	return wrap(b), nil
+	return newItem(b)
 }
 
 // Valid reports whether the item holds a JSON object.
@@ -100,7 +99,7 @@ func (it Item) Clone() Item {
 	if it.d == nil {
 		return Item{}
 	}
-	return wrap(bytes.Clone(it.d.raw))
+	return Item{d: &itemData{raw: bytes.Clone(it.d.raw), ix: it.d.ix}}
 }
 
 // Equal reports whether two items have identical bytes.
@@ -118,10 +117,11 @@ func (it Item) MarshalJSON() ([]byte, error) {
 // the exact text of the value; encoding/json has already trimmed the
 // surrounding whitespace.
 func (it *Item) UnmarshalJSON(b []byte) error {
-	if err := checkObject(b); err != nil {
+	n, err := newItem(bytes.Clone(b))
+	if err != nil {
 		return err
 	}
-	*it = wrap(bytes.Clone(b))
+	*it = n
 	return nil
 }
 
@@ -139,17 +139,14 @@ func (it Item) Role() string { s, _ := it.StringField("role"); return s }
 
 // StringField returns the value of top-level key when it is a JSON string.
 // Keys match exactly (unlike encoding/json's case-insensitive struct
-// matching); when a key repeats, the last occurrence wins, as in Python.
+// matching) after unescaping; when a key repeats, the last occurrence wins,
+// as in Python. A string without escapes shares the item's memory.
 func (it Item) StringField(key string) (string, bool) {
 	raw, ok := it.Field(key)
-	if !ok || len(raw) == 0 || raw[0] != '"' {
+	if !ok || raw[0] != '"' {
 		return "", false
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", false
-	}
-	return s, true
+	return stringValue(raw), true
 }
 
 // HasField reports whether the item has top-level key.
@@ -159,56 +156,66 @@ func (it Item) HasField(key string) bool {
 }
 
 // Field returns the raw JSON value of top-level key. When a key repeats,
-// the last occurrence wins.
+// the last occurrence wins. The slice is shared with the item: do not
+// modify it.
 func (it Item) Field(key string) (json.RawMessage, bool) {
-	var found json.RawMessage
-	ok := false
-	_ = eachField(it.bytesOf(), func(k string, v json.RawMessage) bool {
-		if k == key {
-			found, ok = v, true
-		}
-		return true
-	})
-	return found, ok
+	if it.d == nil {
+		return nil, false
+	}
+	v, ok := it.d.lookup(key)
+	return json.RawMessage(v), ok
 }
 
-// eachField calls fn for every top-level member of the object raw, in
-// order, until fn returns false.
-func eachField(raw []byte, fn func(key string, value json.RawMessage) bool) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if _, err := dec.Token(); err != nil {
-		return err
-	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		key, _ := tok.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return err
-		}
-		if !fn(key, v) {
-			return nil
-		}
-	}
-	return nil
-}
-
-// checkObject reports whether b is exactly one JSON object in valid UTF-8,
-// allowing surrounding whitespace. The fast path validates in one pass; the
-// reason is worked out only for a rejection.
-func checkObject(b []byte) error {
-	if validObject(b) {
-		return nil
-	}
+// invalidReason says why b, which scanObject rejected, is not an item. It
+// runs only on a rejection.
+func invalidReason(b []byte) error {
 	switch {
-	case !json.Valid(b):
+	case !json.Valid(neutralTokens(b)):
 		return fmt.Errorf("%w: invalid JSON", ErrInvalidItem)
 	case !utf8.Valid(b):
 		return fmt.Errorf("%w: invalid UTF-8", ErrInvalidItem)
 	default:
 		return fmt.Errorf("%w: not an object", ErrInvalidItem)
 	}
+}
+
+// neutralTokens returns b with each NaN, Infinity and -Infinity token
+// outside strings replaced by null, so that encoding/json judges the rest
+// of the grammar as Python's json.loads does. A token glued to anything
+// (-NaN, NaN1, +Infinity) stays invalid after the replacement.
+func neutralTokens(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	inString := false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case inString:
+			switch c {
+			case '\\':
+				if i+1 < len(b) {
+					out = append(out, c)
+					i++
+					c = b[i]
+				}
+			case '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case hasLiteral(b, i, "-Infinity"):
+			out = append(out, "null"...)
+			i += len("-Infinity") - 1
+			continue
+		case hasLiteral(b, i, "Infinity"):
+			out = append(out, "null"...)
+			i += len("Infinity") - 1
+			continue
+		case hasLiteral(b, i, "NaN"):
+			out = append(out, "null"...)
+			i += len("NaN") - 1
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
 }

@@ -8,10 +8,11 @@ import (
 
 func init() {
 	owned.Item = func(b []byte) (any, error) {
-		if err := checkObject(b); err != nil {
+		it, err := newItem(b)
+		if err != nil {
 			return Item{}, fmt.Errorf("%w: %w", ErrCorruptRecord, err)
 		}
-		return wrap(b), nil
+		return it, nil
 	}
 	owned.ValidateBatch = func(items any) error { return validateBatch(items.([]Item)) }
 }

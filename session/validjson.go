@@ -1,15 +1,49 @@
 package session
 
-import "unicode/utf8"
+import (
+	"math"
+	"unicode/utf8"
+)
 
 // maxDepth bounds nesting, as encoding/json does.
 const maxDepth = 10000
 
-// validObject reports whether b is exactly one JSON object (RFC 8259) with
-// optional surrounding whitespace, in valid UTF-8. It is one pass with no
-// allocation for depths up to 64, which matters because every adapter runs
-// it on every record it reads.
+// inlineMembers is how many top-level members an Item indexes inline. The
+// Responses-API items have 3 to 8; lookups past them walk the rest of the
+// object.
+const inlineMembers = 8
+
+// index locates the top-level members of an item's object, recorded by
+// scanObject while it validates: at[j] holds the offsets of member j's key
+// (its opening quote) and of its value. Everything else (a key's closing
+// quote, a value's end) is found from these by skipping the whitespace and
+// punctuation between them, so the index costs 8 bytes per member.
+type index struct {
+	n     uint8  // members recorded in at
+	more  bool   // the object has members beyond at (or none were recorded)
+	close uint32 // offset of the object's closing brace
+	at    [inlineMembers][2]uint32
+}
+
+// validObject reports whether b is exactly one JSON object with optional
+// surrounding whitespace, in valid UTF-8 (see scanObject).
 func validObject(b []byte) bool {
+	var ix index
+	return scanObject(b, &ix)
+}
+
+// scanObject reports whether b is exactly one JSON object (RFC 8259, plus
+// the NaN, Infinity and -Infinity tokens Python's json module reads and
+// writes) with optional surrounding whitespace, in valid UTF-8, and records
+// its top-level members in ix. It is one pass with no allocation for depths
+// up to 64, which matters because every adapter runs it on every record it
+// reads.
+func scanObject(b []byte, ix *index) bool {
+	*ix = index{}
+	if uint64(len(b)) > math.MaxUint32 {
+		ix.more = true // offsets do not fit: lookups walk the object
+		ix = &index{}
+	}
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
@@ -29,13 +63,20 @@ func validObject(b []byte) bool {
 			stack = append(stack, c)
 			i = skipSpace(b, i+1)
 			if i < len(b) && b[i] == c+2 { // '{'+2 == '}', '['+2 == ']'
+				if len(stack) == 1 {
+					ix.close = uint32(i)
+				}
 				i++
 				stack = stack[:len(stack)-1]
 				goto afterValue
 			}
 			if c == '{' {
+				k := i
 				if i = skipKey(b, i); i < 0 {
 					return false
+				}
+				if len(stack) == 1 {
+					ix.record(k, i)
 				}
 			}
 			continue
@@ -43,8 +84,17 @@ func validObject(b []byte) bool {
 			if i = skipString(b, i); i < 0 {
 				return false
 			}
-		case c == '-' || (c >= '0' && c <= '9'):
+		case c >= '0' && c <= '9':
 			if i = skipNumber(b, i); i < 0 {
+				return false
+			}
+		case c == '-':
+			if i+1 < len(b) && b[i+1] == 'I' {
+				if !hasLiteral(b, i, "-Infinity") {
+					return false
+				}
+				i += 9
+			} else if i = skipNumber(b, i); i < 0 {
 				return false
 			}
 		case c == 't':
@@ -62,6 +112,16 @@ func validObject(b []byte) bool {
 				return false
 			}
 			i += 4
+		case c == 'N':
+			if !hasLiteral(b, i, "NaN") {
+				return false
+			}
+			i += 3
+		case c == 'I':
+			if !hasLiteral(b, i, "Infinity") {
+				return false
+			}
+			i += 8
 		default:
 			return false
 		}
@@ -79,13 +139,20 @@ func validObject(b []byte) bool {
 			case ',':
 				i = skipSpace(b, i+1)
 				if top == '{' {
+					k := i
 					if i = skipKey(b, i); i < 0 {
 						return false
+					}
+					if len(stack) == 1 {
+						ix.record(k, i)
 					}
 				}
 			case '}', ']':
 				if b[i] != top+2 {
 					return false
+				}
+				if len(stack) == 1 {
+					ix.close = uint32(i)
 				}
 				i++
 				stack = stack[:len(stack)-1]
@@ -96,6 +163,16 @@ func validObject(b []byte) bool {
 			break
 		}
 	}
+}
+
+// record notes a top-level member whose key starts at k and value at v.
+func (ix *index) record(k, v int) {
+	if ix.n < inlineMembers {
+		ix.at[ix.n] = [2]uint32{uint32(k), uint32(v)}
+		ix.n++
+		return
+	}
+	ix.more = true
 }
 
 // skipKey returns the index of the value after the member name and colon

@@ -3,17 +3,49 @@ package session
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
 )
 
 // reference is the definition validObject must match: encoding/json's
-// validity, valid UTF-8, and an object at the top.
+// validity once the NaN, Infinity and -Infinity tokens Python's json.loads
+// reads are replaced by null (outside strings: a token glued to anything,
+// such as -NaN or NaN1, stays invalid), valid UTF-8, and an object at the
+// top.
 func reference(b []byte) bool {
 	t := bytes.TrimLeft(b, " \t\r\n")
-	return json.Valid(b) && utf8.Valid(b) && len(t) > 0 && t[0] == '{'
+	return json.Valid(referenceTokens(b)) && utf8.Valid(b) && len(t) > 0 && t[0] == '{'
 }
+
+// referenceTokens replaces the Python tokens outside strings by null. It
+// is written independently of neutralTokens, with a regular expression
+// over the text between strings.
+func referenceTokens(b []byte) []byte {
+	var out []byte
+	for len(b) > 0 {
+		q := bytes.IndexByte(b, '"')
+		if q < 0 {
+			return append(out, tokenRE.ReplaceAll(b, []byte("null"))...)
+		}
+		out = append(out, tokenRE.ReplaceAll(b[:q], []byte("null"))...)
+		// Copy the string, up to its closing quote.
+		end := q + 1
+		for end < len(b) && b[end] != '"' {
+			if b[end] == '\\' {
+				end++
+			}
+			end++
+		}
+		end = min(end+1, len(b))
+		out = append(out, b[q:end]...)
+		b = b[end:]
+	}
+	return out
+}
+
+var tokenRE = regexp.MustCompile(`-Infinity|Infinity|NaN`)
 
 var validSeeds = []string{
 	`{}`, ` {"a":1} `, `{"a":[1,2,{"b":null}],"c":true,"d":false,"e":-0.5e+10}`,
@@ -23,6 +55,10 @@ var validSeeds = []string{
 	`{"a":01}`, `{"a":1.}`, `{"a":.5}`, `{"a":1e}`, `{"a":-}`, `{"a":tru}`, `{"a":nul}`, `{"a":"\x"}`,
 	`{"a":"\u12"}`, "{\"a\":\"\x01\"}", "{\"a\":\"\xff\"}", "{\"a\":\"\xed\xa0\x80\"}", `{"a":1}{}`,
 	`{"a":1} x`, `{"a":[1}`, `{"a":{]}`, `{"a":[1,]}`, `{"a":NaN}`, `{"a":Infinity}`, `{"a":"x"]`,
+	`{"a":-Infinity}`, `{"a":[NaN,Infinity,-Infinity]}`, `{"a":-NaN}`, `{"a":+Infinity}`, `{"a":nan}`,
+	`{"a":NaN1}`, `{"a":Infinityx}`, `{"a":-Infinity1}`, `{"a":--Infinity}`, `{"a":-Inf}`, `{"a":infinity}`,
+	`{"a":NaNN}`, `{"a":Na}`, `{"a":Infinit}`, `{"a":-}`, `{NaN:1}`, `{"NaN":NaN}`, `{"a":"NaN"}`, `NaN`,
+	`{"a":1}NaN`, `{"a": NaN }`, `{"a":[1,NaN ,2]}`, `{"a":{"b":-Infinity}}`, `{"a":1e5NaN}`,
 	"{\"\xc3\xa9\":1}", "{\"a\":1}\x00", `{"a":"\uD800"}`, `{"a":1.5e+}`, `{"a":[true,false,null]}`,
 }
 
@@ -67,4 +103,43 @@ func BenchmarkValidReference(b *testing.B) {
 			b.Fatal("invalid")
 		}
 	}
+}
+
+// TestPythonTokensAsCPython pins the token spellings to what CPython 3.11's
+// json.loads accepts (checked with python3 -c 'import json; json.loads(s)').
+func TestPythonTokensAsCPython(t *testing.T) {
+	accepted := []string{`{"a":NaN}`, `{"a":Infinity}`, `{"a":-Infinity}`, `{"a":[NaN,1]}`, `{"a": NaN }`}
+	rejected := []string{`{"a":-NaN}`, `{"a":+Infinity}`, `{"a":nan}`, `{"a":NaN1}`, `{"a":Infinityx}`,
+		`{"a":-Infinity1}`, `{"a":--Infinity}`, `{"a":-Inf}`, `{"a":infinity}`}
+	for _, s := range accepted {
+		if !validObject([]byte(s)) {
+			t.Errorf("rejected %s, which json.loads reads", s)
+		}
+		if err := invalidReasonOrNil(s); err != nil {
+			t.Errorf("ParseItem(%s): %v", s, err)
+		}
+	}
+	for _, s := range rejected {
+		if validObject([]byte(s)) {
+			t.Errorf("accepted %s, which json.loads refuses", s)
+		}
+		if err := invalidReasonOrNil(s); err == nil || !strings.HasSuffix(err.Error(), ": invalid JSON") {
+			t.Errorf("ParseItem(%s): %v, want invalid JSON", s, err)
+		}
+	}
+	// The reason for a rejection takes the tokens into account.
+	for s, want := range map[string]string{
+		"{\"a\":NaN,\"b\":\"\xff\"}": "invalid UTF-8",
+		`[NaN]`:                      "not an object",
+		`{"a":NaN`:                   "invalid JSON",
+	} {
+		if err := invalidReasonOrNil(s); err == nil || !strings.HasSuffix(err.Error(), want) {
+			t.Errorf("ParseItem(%q): %v, want %s", s, err, want)
+		}
+	}
+}
+
+func invalidReasonOrNil(s string) error {
+	_, err := ParseItem(s)
+	return err
 }

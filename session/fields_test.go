@@ -1,0 +1,113 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// referenceFields decodes the top-level members of a valid item with
+// encoding/json (after replacing the Python tokens, which it cannot read):
+// each key, unescaped, with its last value, neutralised the same way.
+func referenceFields(t testing.TB, b []byte) map[string]string {
+	dec := json.NewDecoder(bytes.NewReader(referenceTokens(b)))
+	if _, err := dec.Token(); err != nil {
+		t.Fatalf("reference: %v", err)
+	}
+	out := map[string]string{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatalf("reference: %v", err)
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			t.Fatalf("reference: %v", err)
+		}
+		out[tok.(string)] = string(v)
+	}
+	return out
+}
+
+// checkFields compares every accessor of the item holding b with the
+// reference, for every key the item has and a few it has not.
+func checkFields(t testing.TB, b []byte) {
+	it, err := NewItem(b)
+	if err != nil {
+		return
+	}
+	want := referenceFields(t, b)
+	keys := []string{"", "missing", "type", "id", "TYPE"}
+	for k := range want {
+		keys = append(keys, k)
+	}
+	for _, k := range keys {
+		v, ok := it.Field(k)
+		w, wok := want[k]
+		if ok != wok || (ok && string(referenceTokens(v)) != w) {
+			t.Fatalf("Field(%q) of %q = %q %v, want %q %v", k, b, v, ok, w, wok)
+		}
+		if it.HasField(k) != wok {
+			t.Fatalf("HasField(%q) of %q = %v", k, b, !wok)
+		}
+		s, sok := it.StringField(k)
+		var ws string
+		wsok := wok && strings.HasPrefix(w, `"`) && json.Unmarshal([]byte(w), &ws) == nil
+		if sok != wsok || s != ws {
+			t.Fatalf("StringField(%q) of %q = %q %v, want %q %v", k, b, s, sok, ws, wsok)
+		}
+	}
+}
+
+var fieldSeeds = []string{
+	`{}`, ` { } `, `{"type":"function_call","call_id":"c","id":"x"}`,
+	`{"Type":"upper","type":"function_call","call_id":"c","id":5,"call_id":"c2"}`,
+	" {\n\t\"type\" :\r \"message\" ,\n \"role\"\t:\"user\" , \"content\" : [ 1 , {\"type\":\"inner\"} ] \n} ",
+	`{"a":NaN,"type":"x","b":-Infinity,"c":Infinity,"id":"after-nan"}`,
+	`{"\u0074ype":"escaped key","id":"\u00e9\ud83d\ude00\n\"q\"","call_id":"\ud800 lone","k\\":"backslash key"}`,
+	`{"a\"":1,"a":2,"a\\":3}`,
+	`{"m0":0,"m1":1,"m2":2,"m3":3,"m4":4,"m5":5,"m6":6,"m7":7,"m8":8,"type":"ninth and later","m0":"dup past inline","id":"x"}`,
+	`{"type":"first","m1":{"a":[1,2,{"b":"}]"}]},"m2":"x\\","m3":[],"m4":{},"m5":null,"m6":true,"m7":false,"m8":-1.5e3,"m9":"]}","type":"last"}`,
+	`{"o":{"type":"nested, not top-level"},"t":"x"}`,
+}
+
+func TestItemFieldsMatchReference(t *testing.T) {
+	for _, s := range fieldSeeds {
+		checkFields(t, []byte(s))
+	}
+	// A wide object with duplicates both inside and past the inline index.
+	var b strings.Builder
+	b.WriteString(`{`)
+	for i := range 40 {
+		fmt.Fprintf(&b, `"k%d" : "v%d" , `, i%13, i)
+	}
+	b.WriteString(`"end":NaN}`)
+	checkFields(t, []byte(b.String()))
+}
+
+func TestItemFieldsUnescape(t *testing.T) {
+	it := MustItem(`{"\u0074ype":"function_call","id":"caf\u00e9 \ud83d\ude00","role":"a\ud800b\udc00\ud800\ud800\udc00","n":NaN}`)
+	if it.Type() != "function_call" {
+		t.Errorf("Type() = %q: an escaped key matches", it.Type())
+	}
+	if it.ID() != "café 😀" {
+		t.Errorf("ID() = %q", it.ID())
+	}
+	if it.Role() != "a\uFFFDb\uFFFD\uFFFD\U00010000" {
+		t.Errorf("Role() = %q: unpaired surrogates become U+FFFD as encoding/json decodes them", it.Role())
+	}
+	if v, _ := it.Field("n"); string(v) != "NaN" {
+		t.Errorf(`Field("n") = %q`, v)
+	}
+}
+
+func FuzzItemFields(f *testing.F) {
+	for _, s := range fieldSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		checkFields(t, b)
+	})
+}
