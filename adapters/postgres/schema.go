@@ -1,0 +1,145 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ErrNoSchema reports, with Options.SkipCreateTables, a database without
+// the session tables.
+var ErrNoSchema = errors.New("postgres: session tables missing")
+
+// queries holds every statement of a Store, built once from its names.
+type queries struct {
+	sessions, messages   string // qualified, quoted names
+	sessionsReg, msgsReg string // names as to_regclass reads them
+	timeIndex, idIndex   string // unquoted index names
+	timeIndexReg         string
+	idIndexReg           string
+
+	createSchema, createSessions, createMessages, createTimeIndex, createIDIndex string
+
+	upsertSession string // creates the session row or refreshes updated_at; locks it
+	lockSession   string // locks the session row, if any
+	insert        string // appends $2 (text[]) in array order
+	insertOne     string // appends one row, as given
+	items         string // all rows, oldest first
+	latest        string // a window of rows below an id, newest first
+	latestLocked  string // latest, locking the rows read
+	pop           string // deletes the newest row, returning it
+	deleteID      string // deletes one row by id, returning it
+	exists        string // whether the session has rows
+	clearMessages string
+	clearSession  string
+	list          string // sessions holding rows
+}
+
+func newQueries(o Options) *queries {
+	prefix, regPrefix := "", ""
+	if o.Schema != "" {
+		prefix, regPrefix = quote(o.Schema)+".", quote(o.Schema)+"."
+	}
+	s, m := prefix+quote(o.SessionsTable), prefix+quote(o.MessagesTable)
+	timeIdx := "idx_" + o.MessagesTable + "_session_time"
+	idIdx := "idx_" + o.MessagesTable + "_session_id"
+	q := &queries{
+		sessions: s, messages: m,
+		sessionsReg: regPrefix + quote(o.SessionsTable), msgsReg: regPrefix + quote(o.MessagesTable),
+		timeIndex: timeIdx, idIndex: idIdx,
+		timeIndexReg: regPrefix + quote(timeIdx), idIndexReg: regPrefix + quote(idIdx),
+	}
+	if o.Schema != "" {
+		q.createSchema = `CREATE SCHEMA IF NOT EXISTS ` + quote(o.Schema)
+	}
+	// The DDL is what SQLAlchemy's create_all emits for SQLAlchemySession's
+	// tables on PostgreSQL, except that id is BIGSERIAL (int8) where
+	// Integer gives SERIAL (int4): the same values, without the 2^31 limit
+	// on rows ever stored. Go reads either.
+	q.createSessions = `CREATE TABLE IF NOT EXISTS ` + s + ` (
+	session_id VARCHAR NOT NULL,
+	created_at TIMESTAMP WITHOUT TIME ZONE DEFAULT CURRENT_TIMESTAMP NOT NULL,
+	updated_at TIMESTAMP WITHOUT TIME ZONE DEFAULT CURRENT_TIMESTAMP NOT NULL,
+	PRIMARY KEY (session_id)
+)`
+	q.createMessages = `CREATE TABLE IF NOT EXISTS ` + m + ` (
+	id BIGSERIAL NOT NULL,
+	session_id VARCHAR NOT NULL,
+	message_data TEXT NOT NULL,
+	created_at TIMESTAMP WITHOUT TIME ZONE DEFAULT CURRENT_TIMESTAMP NOT NULL,
+	PRIMARY KEY (id),
+	FOREIGN KEY (session_id) REFERENCES ` + s + ` (session_id) ON DELETE CASCADE
+)`
+	q.createTimeIndex = `CREATE INDEX IF NOT EXISTS ` + quote(timeIdx) + ` ON ` + m + ` (session_id, created_at)`
+	q.createIDIndex = `CREATE INDEX IF NOT EXISTS ` + quote(idIdx) + ` ON ` + m + ` (session_id, id)`
+
+	// Python runs SELECT, INSERT if missing, and UPDATE updated_at after
+	// the items; one upsert does all three, and takes the session row's
+	// lock first, so that writers of one session queue there.
+	q.upsertSession = `INSERT INTO ` + s + ` (session_id) VALUES ($1)
+	ON CONFLICT (session_id) DO UPDATE SET updated_at = CURRENT_TIMESTAMP`
+	q.lockSession = `SELECT 1 FROM ` + s + ` WHERE session_id = $1 FOR UPDATE`
+	q.insert = `INSERT INTO ` + m + ` (session_id, message_data)
+	SELECT $1, d FROM unnest($2::text[]) WITH ORDINALITY AS t(d, n) ORDER BY n`
+	q.insertOne = `INSERT INTO ` + m + ` (session_id, message_data) VALUES ($1, $2)`
+	q.items = `SELECT id, message_data FROM ` + m + ` WHERE session_id = $1 ORDER BY id`
+	q.latest = `SELECT id, message_data FROM ` + m + ` WHERE session_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3`
+	q.latestLocked = q.latest + ` FOR UPDATE`
+	q.pop = `DELETE FROM ` + m + ` WHERE id = (SELECT id FROM ` + m + ` WHERE session_id = $1 ORDER BY id DESC LIMIT 1)
+	RETURNING id, message_data`
+	q.deleteID = `DELETE FROM ` + m + ` WHERE id = $1 AND session_id = $2 RETURNING id, message_data`
+	q.exists = `SELECT EXISTS (SELECT 1 FROM ` + m + ` WHERE session_id = $1)`
+	q.clearMessages = `DELETE FROM ` + m + ` WHERE session_id = $1`
+	q.clearSession = `DELETE FROM ` + s + ` WHERE session_id = $1`
+	q.list = `SELECT session_id FROM ` + s + ` AS s WHERE EXISTS (SELECT 1 FROM ` + m + ` AS m WHERE m.session_id = s.session_id) ORDER BY session_id`
+	return q
+}
+
+// schemaLockKey is the first key of the advisory lock that serialises
+// schema creation across processes (CREATE TABLE IF NOT EXISTS races
+// between two sessions otherwise fail on pg_type's unique index).
+const schemaLockKey = 0x5e55_1045
+
+// ensureSchema creates what is missing of the schema, tables and indexes
+// (or, with skip, checks that the tables exist).
+func (st *Store) ensureSchema(ctx context.Context, skip bool) error {
+	var tables, timeIdx, idIdx int
+	err := st.pool.QueryRow(ctx, `SELECT
+	(to_regclass($1) IS NOT NULL)::int + (to_regclass($2) IS NOT NULL)::int,
+	(to_regclass($3) IS NOT NULL)::int, (to_regclass($4) IS NOT NULL)::int`,
+		st.q.sessionsReg, st.q.msgsReg, st.q.timeIndexReg, st.q.idIndexReg).Scan(&tables, &timeIdx, &idIdx)
+	if err != nil {
+		return st.wrap(ctx, "reading the schema", err)
+	}
+	if skip {
+		if tables != 2 {
+			return fmt.Errorf("%w: want tables %s and %s", ErrNoSchema, st.q.sessions, st.q.messages)
+		}
+		if idIdx == 0 {
+			slog.WarnContext(ctx, "postgres: no index on (session_id, id); reads of the newest items will sort the whole session",
+				"index", st.q.idIndex)
+		}
+		return nil
+	}
+	if tables == 2 && timeIdx == 1 && idIdx == 1 {
+		return nil
+	}
+	err = pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, int32(schemaLockKey), st.q.msgsReg); err != nil {
+			return err
+		}
+		for _, ddl := range []string{st.q.createSchema, st.q.createSessions, st.q.createMessages, st.q.createTimeIndex, st.q.createIDIndex} {
+			if ddl == "" {
+				continue
+			}
+			if _, err := tx.Exec(ctx, ddl); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return st.wrap(ctx, "create tables", err)
+}
