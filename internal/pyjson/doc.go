@@ -30,12 +30,14 @@
 //   - Numbers with a fraction or exponent are Python floats, correctly rounded
 //     to the nearest float64. Literals that overflow become ±Infinity, as
 //     float("1e400") does; tiny ones become (signed) zero.
+//   - The tokens NaN, Infinity and -Infinity, which json.loads reads by
+//     default, are the floats they name. Only these exact spellings are
+//     tokens: nan, -NaN, +Infinity, NaN1 and the like are errors, as in
+//     CPython.
 //
 // Deliberate differences from json.loads, all for inputs that are not strict
 // UTF-8 JSON or that CPython itself cannot round-trip:
 //
-//   - The NaN, Infinity and -Infinity tokens, which json.loads accepts, are
-//     rejected: stored items are strict JSON.
 //   - UTF-16 and UTF-32 input, which json.loads detects from zero bytes, is
 //     rejected: only UTF-8 input is supported.
 //   - Nesting deeper than 10000 levels of arrays and objects (the top-level
@@ -67,8 +69,9 @@
 //     the shortest digits that round-trip, scientific notation iff the decimal
 //     exponent is below -4 or at least 16 (1e-05, 1e+16, 1.5e-07), fixed
 //     notation with a ".0" suffix for integral values (100.0, -0.0) otherwise.
-//     Overflowed floats are written as Infinity and -Infinity, as json.dumps
-//     does with its default allow_nan=True; that output is not strict JSON.
+//     NaN and the infinities (from the tokens, or from overflowed literals)
+//     are written as NaN, Infinity and -Infinity, as json.dumps does with its
+//     default allow_nan=True; that output is not strict JSON.
 //   - Separators are ", " and ": " (Python's default when indent is None), or
 //     "," and ":" with Options.Compact. Empty containers are {} and [].
 package pyjson

@@ -23,11 +23,12 @@ const (
 // Dumps parses raw (one JSON value, normally an object) the way json.loads
 // does and re-encodes it the way json.dumps does with opts.
 //
-// It returns an error wrapping ErrInvalidJSON when raw is not one strict JSON
-// value or is one CPython cannot round-trip; the package documentation lists
-// the rules and the few deliberate differences from CPython (NaN/Infinity
-// tokens and non-UTF-8 input are rejected, nesting is capped at 10000 levels,
-// lone surrogates are always escaped). raw is not
+// It returns an error wrapping ErrInvalidJSON when raw is not one JSON value
+// json.loads reads (strict JSON plus the NaN, Infinity and -Infinity tokens)
+// or is one CPython cannot round-trip; the package documentation lists the
+// rules and the few deliberate differences from CPython (non-UTF-8 input is
+// rejected, nesting is capped at 10000 levels, lone surrogates are always
+// escaped). raw is not
 // retained, and the result does not share memory with it.
 func Dumps(raw []byte, opts Options) ([]byte, error) {
 	s := statePool.Get().(*state)

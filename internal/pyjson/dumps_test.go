@@ -126,13 +126,28 @@ func TestDumpsDepth(t *testing.T) {
 }
 
 func TestDumpsInvalid(t *testing.T) {
-	for _, in := range []string{"", "   ", "NaN", "-Infinity", "[Infinity]", "{\"a\":1,}", "007", "[1] x", "\"\xff\"", "\"\t\""} {
+	for _, in := range []string{"", "   ", "nan", "-NaN", "+Infinity", "[Infinityx]", "NaN1", "{\"a\":1,}", "007", "[1] x", "\"\xff\"", "\"\t\""} {
 		out, err := Dumps([]byte(in), Options{})
 		assert.ErrorIs(t, err, ErrInvalidJSON, "%q", in)
 		assert.Nil(t, out, "%q", in)
 	}
 	_, err := Dumps(nil, pythonDefault)
 	assert.ErrorIs(t, err, ErrInvalidJSON)
+}
+
+// TestDumpsNonFiniteTokens: json.loads reads NaN, Infinity and -Infinity
+// and json.dumps writes them back as such (allow_nan=True), so a Python
+// store holding them round-trips and digests as in Python.
+func TestDumpsNonFiniteTokens(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"x": NaN}`:                            `{"x": NaN}`,
+		`{"y": -Infinity}`:                      `{"y": -Infinity}`,
+		`{"b":Infinity,"a":[NaN,-Infinity,1]}`: `{"a": [NaN, -Infinity, 1], "b": Infinity}`,
+	} {
+		out, err := Dumps([]byte(in), pythonDefault)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, string(out), in)
+	}
 }
 
 func TestDumpsDoesNotRetainInput(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 )
 
 // ErrInvalidJSON is wrapped by every error Dumps returns: the input is not
-// one strict JSON value, or it is one CPython's json module cannot
+// one JSON value json.loads reads, or it is one CPython's json module cannot
 // round-trip (see the package documentation for the exact rules).
 var ErrInvalidJSON = errors.New("pyjson: invalid JSON")
 

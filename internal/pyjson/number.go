@@ -18,6 +18,9 @@ func (p *parser) number() error {
 		if i >= len(src) {
 			return syntaxError(start, "expecting value")
 		}
+		if src[i] == 'I' {
+			return p.token("-Infinity")
+		}
 	}
 	switch {
 	case src[i] == '0':
@@ -26,8 +29,6 @@ func (p *parser) number() error {
 		for i < len(src) && isDigit(src[i]) {
 			i++
 		}
-	case src[i] == 'I':
-		return syntaxError(start, "NaN and Infinity are not accepted (strict JSON)")
 	default:
 		return syntaxError(start, "expecting value")
 	}
@@ -83,10 +84,12 @@ func appendInt(dst, lit []byte) []byte {
 }
 
 // parseFloat converts a float literal exactly as CPython's float() does:
-// correctly rounded, overflow to ±Inf, underflow to signed zero.
+// correctly rounded, overflow to ±Inf, underflow to signed zero; the
+// tokens NaN, Infinity and -Infinity are the values they name.
 func parseFloat(lit []byte) float64 {
-	// The literal is syntactically valid, so the only possible error is
-	// ErrRange, where ParseFloat already returns ±Inf (or ±0).
+	// The literal is syntactically valid (ParseFloat reads the tokens too),
+	// so the only possible error is ErrRange, where ParseFloat already
+	// returns ±Inf (or ±0).
 	f, _ := strconv.ParseFloat(string(lit), 64)
 	return f
 }

@@ -114,8 +114,10 @@ func (p *parser) value() error {
 		return p.literal("false", kindFalse)
 	case 'n':
 		return p.literal("null", kindNull)
-	case 'N', 'I':
-		return syntaxError(p.pos, "NaN and Infinity are not accepted (strict JSON)")
+	case 'N':
+		return p.token("NaN")
+	case 'I':
+		return p.token("Infinity")
 	default:
 		if c == '-' || (c >= '0' && c <= '9') {
 			return p.number()
@@ -131,6 +133,20 @@ func (p *parser) literal(word string, k kind) error {
 	}
 	idx := len(p.nodes)
 	p.nodes = append(p.nodes, node{kind: k, next: int32(idx + 1)})
+	p.pos = end
+	return nil
+}
+
+// token parses one of the non-finite float tokens json.loads reads (NaN,
+// Infinity, -Infinity) as a float node whose literal is the token, which
+// parseFloat reads as the same value.
+func (p *parser) token(word string) error {
+	end := p.pos + len(word)
+	if end > len(p.src) || string(p.src[p.pos:end]) != word {
+		return syntaxError(p.pos, "expecting value")
+	}
+	idx := len(p.nodes)
+	p.nodes = append(p.nodes, node{kind: kindFloat, next: int32(idx + 1), lo: int32(p.pos), hi: int32(end)})
 	p.pos = end
 	return nil
 }
