@@ -18,15 +18,51 @@
 //	err = s.AddItems(ctx, items)
 //	recent, err := s.LatestItems(ctx, 50)
 //
-// Every write is one transaction begun with BEGIN IMMEDIATE, so that
-// writers queue for the database lock instead of deadlocking on a lock
-// upgrade; a batch lands whole and contiguous or not at all, also with
-// several processes on one file. Open sets WAL journal mode (readers never
-// wait for writers), foreign keys and a busy timeout on every connection.
+// # Writes: group commit
+//
+// Every write of a Store (AddItems, PopItem, Clear, ReplaceItems) goes to
+// one writer goroutine that owns the Store's write connection and its
+// prepared statements. When it becomes free, the writer takes every write
+// queued at that moment, begins one transaction with BEGIN IMMEDIATE, runs
+// each write in a SAVEPOINT of its own and commits once; each caller
+// returns after that commit. A batch lands whole and contiguous or not at
+// all; a write that fails is rolled back to its savepoint and fails alone,
+// the others of its transaction commit. A lone write runs without a
+// savepoint and the writer never waits for company, so a single writer's
+// latency is one transaction's, while N concurrent writers share one
+// commit (and one fsync). Store.Stats counts both.
+//
+// Writers of one Store therefore never meet SQLite's lock (never see
+// SQLITE_BUSY). Writers of other Stores or processes on the same file are
+// waited for, by BEGIN IMMEDIATE, for up to Options.BusyTimeout; only then
+// does a write fail, with an error that wraps SQLite's BUSY and says that
+// nothing was written.
+//
+// # Durability: Options.Synchronous
+//
+// Open sets WAL journal mode (readers never wait for writers), foreign
+// keys, the busy timeout and PRAGMA synchronous on every connection. The
+// default, SyncFull, syncs the write-ahead log at every commit: a write
+// AddItems returned nil for survives a power loss. SyncNormal syncs only
+// at checkpoints: a committed write survives the process crashing, but a
+// power loss or operating-system crash may roll back the last commits
+// (the file stays consistent). With group commit, concurrent writers share
+// FULL's fsync, which narrows the gap between the two.
+//
+// # Unreadable records
 //
 // A stored row whose message_data is not a JSON object is skipped by
-// reads and deleted by PopItem, and each one is reported through
-// Options.OnCorrupt with Position "id=<rowid>" and its raw bytes.
+// reads and reported through Options.OnCorrupt with Position "id=<rowid>"
+// and its raw bytes. It is never deleted: PopItem passes over it (it
+// deletes the newest readable row in one statement, and if that statement
+// took an unreadable one, rolls it back in the same transaction and walks
+// down instead), and reports it.
+//
+// # Read-only
+//
+// Options.ReadOnly opens the file with mode=ro: nothing is created, a
+// missing file or missing tables is an error, and every write fails with
+// ErrReadOnly.
 //
 // A context that is already done makes every call fail with its error
 // before anything is written. A context that ends during a write rolls it

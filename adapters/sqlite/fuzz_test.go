@@ -15,7 +15,8 @@ import (
 // once as TEXT (as Python writes) and once as a BLOB (as only a foreign
 // writer could), between valid items, and checks the read path: Items,
 // LatestItems and PopItem must not panic, must return exactly the valid
-// records byte for byte, and must report every other one.
+// records byte for byte, must report every other one, and PopItem must
+// delete none of the others.
 func FuzzStoredRecord(f *testing.F) {
 	for _, seed := range []string{
 		`{}`, `{"type":"message","role":"user","content":"hi"}`, ` {"a":1} `,
@@ -92,7 +93,13 @@ func FuzzStoredRecord(f *testing.F) {
 		_, ok, err := s.PopItem(ctx)
 		must(err)
 		if ok {
-			t.Fatal("the session must be empty after popping every valid item")
+			t.Fatal("no readable item may be left after popping every valid one")
+		}
+		// Unreadable records are never deleted, by pops above them included.
+		var left int
+		must(st.DB().QueryRowContext(ctx, `SELECT count(*) FROM agent_messages WHERE session_id = ?`, id).Scan(&left))
+		if want := 4 - len(want); left != want {
+			t.Fatalf("%d rows left after the pops, want the %d unreadable ones", left, want)
 		}
 	})
 }

@@ -59,7 +59,34 @@ type Options struct {
 	// journal mode is left as the file has it. It implies
 	// SkipCreateTables, and cannot be used with ":memory:".
 	ReadOnly bool
+	// Synchronous is SQLite's synchronous setting for the Store's commits:
+	// SyncFull (the default, "" means it) or SyncNormal. See the package
+	// documentation for what each promises after a crash. Open sets it on
+	// every connection; OpenDB sets it, when not "", on the connections it
+	// writes with (every write of a Store goes through them).
+	Synchronous Synchronous
 }
+
+// Synchronous names a value of SQLite's PRAGMA synchronous
+// (https://sqlite.org/pragma.html#pragma_synchronous) in WAL mode.
+type Synchronous string
+
+// The synchronous settings a Store accepts.
+const (
+	// SyncFull syncs the write-ahead log to disk at every commit: a
+	// write the caller was told succeeded survives a power loss or an
+	// operating-system crash. The default.
+	SyncFull Synchronous = "full"
+	// SyncNormal syncs only at checkpoints: a committed write survives the
+	// application crashing, but the last commits before a power loss or
+	// an operating-system crash may be rolled back. The database is never
+	// corrupted either way. Commits cost no fsync, so small writes are
+	// several times faster.
+	SyncNormal Synchronous = "normal"
+)
+
+// pragma returns the PRAGMA statement that selects s.
+func (s Synchronous) pragma() string { return "PRAGMA synchronous = " + strings.ToUpper(string(s)) }
 
 var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
 
@@ -80,6 +107,14 @@ func (o Options) withDefaults() (Options, error) {
 	if strings.EqualFold(o.SessionsTable, o.MessagesTable) {
 		return o, fmt.Errorf("%w: sessions and messages tables are both %q", ErrInvalidOptions, o.SessionsTable)
 	}
+	switch Synchronous(strings.ToLower(string(o.Synchronous))) {
+	case "":
+		o.Synchronous = SyncFull
+	case SyncFull, SyncNormal:
+		o.Synchronous = Synchronous(strings.ToLower(string(o.Synchronous)))
+	default:
+		return o, fmt.Errorf("%w: Synchronous %q (want %q or %q)", ErrInvalidOptions, o.Synchronous, SyncFull, SyncNormal)
+	}
 	switch {
 	case o.BusyTimeout == 0:
 		o.BusyTimeout = DefaultBusyTimeout
@@ -93,8 +128,8 @@ func (o Options) withDefaults() (Options, error) {
 func quote(ident string) string { return `"` + ident + `"` }
 
 // DSN returns the data source name Open uses for path: path with the
-// driver parameters that set the busy timeout, turn foreign keys on and
-// select WAL journal mode on every connection. Give it to sql.Open("sqlite",
+// driver parameters that set the busy timeout, turn foreign keys on,
+// select WAL journal mode and set Options.Synchronous on every connection. Give it to sql.Open("sqlite",
 // ...) to configure a *sql.DB for OpenDB the same way.
 //
 // path is a file path, ":memory:", or a "file:" URI (https://sqlite.org/uri.html);
@@ -120,7 +155,8 @@ func DSN(path string, opts Options) (string, error) {
 		}
 		params += "&mode=ro"
 	} else {
-		params += "&_pragma=" + url.QueryEscape("journal_mode(WAL)")
+		params += "&_pragma=" + url.QueryEscape("journal_mode(WAL)") +
+			"&_pragma=" + url.QueryEscape("synchronous("+strings.ToUpper(string(o.Synchronous))+")")
 	}
 	sep := "?"
 	if strings.Contains(path, "?") {

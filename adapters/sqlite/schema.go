@@ -28,11 +28,21 @@ type queries struct {
 	latest        string // a window of rows below an id, newest first
 	since         string // count and newest id of the rows from an id up
 	pop           string // delete the newest row, returning it
+	deleteID      string // delete one row by id
+	inserts       [maxCachedInsert + 1]string
 	clearMessages string
 	clearSession  string
 }
 
 func newQueries(o Options) *queries {
+	q := newQueryText(o)
+	for n := 1; n <= maxCachedInsert; n++ {
+		q.inserts[n] = q.buildInsert(n)
+	}
+	return q
+}
+
+func newQueryText(o Options) *queries {
 	s, m := quote(o.SessionsTable), quote(o.MessagesTable)
 	idx := "idx_" + o.MessagesTable + "_session_id"
 	return &queries{
@@ -64,6 +74,7 @@ func newQueries(o Options) *queries {
 		latest:        `SELECT id, message_data FROM ` + m + ` WHERE session_id = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3`,
 		since:         `SELECT count(*), coalesce(max(id), 0) FROM ` + m + ` WHERE session_id = ?1 AND id >= ?2`,
 		pop:           `DELETE FROM ` + m + ` WHERE id = (SELECT id FROM ` + m + ` WHERE session_id = ?1 ORDER BY id DESC LIMIT 1) RETURNING id, message_data`,
+		deleteID:      `DELETE FROM ` + m + ` WHERE id = ?1`,
 		clearMessages: `DELETE FROM ` + m + ` WHERE session_id = ?1`,
 		clearSession:  `DELETE FROM ` + s + ` WHERE session_id = ?1`,
 	}
@@ -77,6 +88,13 @@ const maxRowsPerInsert = 500
 // insertSQL returns the INSERT of n rows (n <= maxRowsPerInsert):
 // (?1, ?2), (?1, ?3), ...
 func (q *queries) insertSQL(n int) string {
+	if n <= maxCachedInsert {
+		return q.inserts[n]
+	}
+	return q.buildInsert(n)
+}
+
+func (q *queries) buildInsert(n int) string {
 	var b strings.Builder
 	b.Grow(len(q.insertPrefix) + n*12)
 	b.WriteString(q.insertPrefix)
@@ -119,9 +137,9 @@ func (st *Store) ensureSchema(ctx context.Context, skip bool) error {
 	if tables == 2 && index == 1 {
 		return nil
 	}
-	err = st.write(ctx, "create tables", func(ctx context.Context, c *sql.Conn) error {
+	err = st.writeW(ctx, "create tables", func(ctx context.Context, w *wconn, _ bool) error {
 		for _, ddl := range []string{st.q.createSessions, st.q.createMessages, st.q.createIndex} {
-			if _, err := c.ExecContext(ctx, ddl); err != nil {
+			if err := w.execOnce(ctx, ddl); err != nil {
 				return err
 			}
 		}

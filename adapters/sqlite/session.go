@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"unsafe"
 
 	"github.com/agentsessions/sessions/session"
 	"github.com/agentsessions/sessions/session/driver"
@@ -32,7 +33,7 @@ func (s *Session) Items(ctx context.Context) ([]session.Item, error) {
 	if err := s.st.check(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := s.st.db.QueryContext(ctx, s.st.q.items, s.id)
+	rows, err := s.st.rs.items.QueryContext(ctx, s.id)
 	if err != nil {
 		return nil, s.st.wrap(ctx, "items", err)
 	}
@@ -81,15 +82,16 @@ func (s *Session) LatestItems(ctx context.Context, n int) ([]session.Item, error
 	return out, nil
 }
 
-// querier is what *sql.DB and *sql.Conn share.
-type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
 // window decodes the rows of the session below id below, newest first,
 // until d holds n items; it returns the rows read and the newest row's id.
-func (s *Session) window(ctx context.Context, q querier, d *decoder, n int, below, size int64) (read, newest int64, err error) {
-	rows, err := q.QueryContext(ctx, s.st.q.latest, s.id, below, size)
+// c nil means the Store's prepared statement on any connection.
+func (s *Session) window(ctx context.Context, c *sql.Conn, d *decoder, n int, below, size int64) (read, newest int64, err error) {
+	var rows *sql.Rows
+	if c == nil {
+		rows, err = s.st.rs.latest.QueryContext(ctx, s.id, below, size)
+	} else {
+		rows, err = c.QueryContext(ctx, s.st.q.latest, s.id, below, size)
+	}
 	if err != nil {
 		return 0, 0, err
 	}
@@ -107,7 +109,7 @@ func (s *Session) window(ctx context.Context, q querier, d *decoder, n int, belo
 
 func (s *Session) latest(ctx context.Context, n int, d *decoder) error {
 	// The first window is one statement: one snapshot, no transaction.
-	read, newest, err := s.window(ctx, s.st.db, d, n, math.MaxInt64, int64(n))
+	read, newest, err := s.window(ctx, nil, d, n, math.MaxInt64, int64(n))
 	if err != nil || len(d.items) >= n || read < int64(n) {
 		return err
 	}
@@ -157,9 +159,13 @@ func double(x int64) int64 { return min(x, math.MaxInt64/2) * 2 }
 // LatestItems and the later ones.
 var testHookLatest func()
 
-// AddItems appends items as one atomic batch: one transaction that
-// creates or refreshes the session row and inserts every item. An empty
-// batch writes nothing.
+// AddItems appends items as one atomic batch: the session row is created
+// or refreshed and every item inserted, contiguous, in one transaction. An
+// empty batch writes nothing.
+//
+// Concurrent calls on one Store, on any sessions, are committed together
+// (group commit, see the package documentation); each call returns after
+// the commit that holds its batch, and a batch that fails fails alone.
 func (s *Session) AddItems(ctx context.Context, items []session.Item) error {
 	if err := driver.ValidateBatch(items); err != nil {
 		return err
@@ -170,35 +176,50 @@ func (s *Session) AddItems(ctx context.Context, items []session.Item) error {
 	if len(items) == 0 {
 		return nil
 	}
-	return s.st.write(ctx, "add items", func(ctx context.Context, c *sql.Conn) error {
-		return s.insert(ctx, c, items)
+	return s.st.writeW(ctx, "add items", func(ctx context.Context, w *wconn, _ bool) error {
+		return s.insert(ctx, w, items)
 	})
 }
 
 // insert writes the session row and items inside a write transaction.
-func (s *Session) insert(ctx context.Context, c *sql.Conn, items []session.Item) error {
-	if _, err := c.ExecContext(ctx, s.st.q.upsertSession, s.id); err != nil {
+func (s *Session) insert(ctx context.Context, w *wconn, items []session.Item) error {
+	if err := w.exec(ctx, s.st.q.upsertSession, s.id); err != nil {
 		return err
 	}
-	args := make([]any, 0, min(len(items), maxRowsPerInsert)+1)
+	var buf [maxCachedInsert + 1]any
+	args := buf[:0]
 	for len(items) > 0 {
 		chunk := items[:min(len(items), maxRowsPerInsert)]
 		items = items[len(chunk):]
 		args = append(args[:0], s.id)
 		for _, it := range chunk {
 			// A string binds as TEXT, as Python's json.dumps output does.
-			args = append(args, string(it.Bytes()))
+			// The driver copies it while binding, and items never change:
+			// no copy is needed here.
+			b := it.Bytes()
+			args = append(args, unsafe.String(unsafe.SliceData(b), len(b)))
 		}
-		if _, err := c.ExecContext(ctx, s.st.q.insertSQL(len(chunk)), args...); err != nil {
+		var err error
+		if len(chunk) <= maxCachedInsert {
+			err = w.exec(ctx, s.st.q.insertSQL(len(chunk)), args...)
+		} else {
+			err = w.execOnce(ctx, s.st.q.insertSQL(len(chunk)), args...)
+		}
+		if err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// PopItem removes and returns the newest item, in one transaction. A
-// corrupt newest row is deleted too, reported, and the pop goes on to the
-// next row, as Python's does. An empty session gives ok == false.
+// PopItem removes and returns the newest item, in one transaction.
+//
+// The common case is one statement, DELETE ... RETURNING on the newest
+// row. An unreadable record is never deleted: if the row it removed is one,
+// the delete is rolled back (in the same transaction) and PopItem walks
+// down from the newest row, reporting each unreadable record it passes and
+// leaving it in place, and deletes the newest readable one. A session
+// without a readable item gives ok == false and deletes nothing.
 func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 	if err := s.st.check(ctx); err != nil {
 		return session.Item{}, false, err
@@ -208,50 +229,94 @@ func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 		ok   bool
 		d    decoder
 	)
-	err := s.st.write(ctx, "pop item", func(ctx context.Context, c *sql.Conn) error {
-		item, ok, d = session.Item{}, false, decoder{}
-		for {
-			rows, err := c.QueryContext(ctx, s.st.q.pop, s.id)
-			if err != nil {
-				return err
-			}
-			found := rows.Next()
-			if found {
-				err = d.scan(rows)
-			}
-			if cerr := closeRows(rows); err == nil {
-				err = cerr
-			}
-			if err != nil || !found {
-				return err
-			}
-			if len(d.items) > 0 {
-				item, ok = d.items[0], true
-				return nil
-			}
+	err := s.st.writeW(ctx, "pop item", func(ctx context.Context, w *wconn, redo bool) error {
+		item, ok, d = session.Item{}, false, decoder{newestFirst: true}
+		if redo {
+			var err error
+			item, ok, err = s.popReadable(ctx, w, &d)
+			return err
 		}
+		stmt, err := w.stmt(ctx, s.st.q.pop)
+		if err != nil {
+			return err
+		}
+		rows, err := stmt.QueryContext(ctx, s.id)
+		if err != nil {
+			return err
+		}
+		found := rows.Next()
+		if found {
+			err = d.scan(rows)
+		}
+		if cerr := closeRows(rows); err == nil {
+			err = cerr
+		}
+		if err != nil || !found {
+			return err
+		}
+		if len(d.items) == 0 {
+			return errRedo // unreadable: undo the delete
+		}
+		item, ok = d.items[0], true
+		return nil
 	})
 	if err != nil {
 		return session.Item{}, false, err
 	}
-	d.report(ctx, s) // the deleted corrupt rows, now that the delete committed
+	d.report(ctx, s) // the unreadable rows passed over, now that the write is done
 	return item, ok, nil
+}
+
+// popReadable deletes the newest readable row of the session, reading down
+// from the newest in windows that double, inside the write transaction.
+func (s *Session) popReadable(ctx context.Context, w *wconn, d *decoder) (session.Item, bool, error) {
+	stmt, err := w.stmt(ctx, s.st.q.latest)
+	if err != nil {
+		return session.Item{}, false, err
+	}
+	below, size := int64(math.MaxInt64), int64(16)
+	for {
+		rows, err := stmt.QueryContext(ctx, s.id, below, size)
+		if err != nil {
+			return session.Item{}, false, err
+		}
+		var read int64
+		for len(d.items) == 0 && rows.Next() {
+			if err := d.scan(rows); err != nil {
+				rows.Close()
+				return session.Item{}, false, err
+			}
+			read++
+		}
+		if err := closeRows(rows); err != nil {
+			return session.Item{}, false, err
+		}
+		if len(d.items) > 0 {
+			if err := w.exec(ctx, s.st.q.deleteID, d.lastID); err != nil {
+				return session.Item{}, false, err
+			}
+			return d.items[0], true, nil
+		}
+		if read < size {
+			return session.Item{}, false, nil
+		}
+		below, size = d.lastID, double(size)
+	}
 }
 
 // Clear deletes the session's items and its session row, in one
 // transaction.
 func (s *Session) Clear(ctx context.Context) error {
-	return s.st.write(ctx, "clear", func(ctx context.Context, c *sql.Conn) error {
-		return s.clear(ctx, c)
+	return s.st.writeW(ctx, "clear", func(ctx context.Context, w *wconn, _ bool) error {
+		return s.clear(ctx, w)
 	})
 }
 
-func (s *Session) clear(ctx context.Context, c *sql.Conn) error {
-	if _, err := c.ExecContext(ctx, s.st.q.clearMessages, s.id); err != nil {
+func (s *Session) clear(ctx context.Context, w *wconn) error {
+	if err := w.exec(ctx, s.st.q.clearMessages, s.id); err != nil {
 		return err
 	}
-	_, err := c.ExecContext(ctx, s.st.q.clearSession, s.id)
-	return err
+	return w.exec(ctx, s.st.q.clearSession, s.id)
 }
 
 // ReplaceItems atomically replaces the history with items: one transaction
@@ -261,14 +326,14 @@ func (s *Session) ReplaceItems(ctx context.Context, items []session.Item) error 
 	if err := driver.ValidateBatch(items); err != nil {
 		return err
 	}
-	return s.st.write(ctx, "replace items", func(ctx context.Context, c *sql.Conn) error {
-		if err := s.clear(ctx, c); err != nil {
+	return s.st.writeW(ctx, "replace items", func(ctx context.Context, w *wconn, _ bool) error {
+		if err := s.clear(ctx, w); err != nil {
 			return err
 		}
 		if len(items) == 0 {
 			return nil
 		}
-		return s.insert(ctx, c, items)
+		return s.insert(ctx, w, items)
 	})
 }
 

@@ -172,37 +172,74 @@ func TestLatestSnapshot(t *testing.T) {
 	}
 }
 
+// rawRows returns the message_data of every row of session id, oldest
+// first, unvalidated.
+func rawRows(t *testing.T, st *Store, id string) []string {
+	t.Helper()
+	rows, err := st.DB().QueryContext(context.Background(), `SELECT message_data FROM agent_messages WHERE session_id = ? ORDER BY id`, id)
+	require.NoError(t, err)
+	var out []string
+	for rows.Next() {
+		var s string
+		require.NoError(t, rows.Scan(&s))
+		out = append(out, s)
+	}
+	require.NoError(t, closeRows(rows))
+	return out
+}
+
+// TestPopCorrupt: PopItem never deletes an unreadable record, not even one
+// above the item it pops (issue 9.4); it reports each one it passes.
 func TestPopCorrupt(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
 	s := f.session(t, "p")
-	require.NoError(t, s.AddItems(ctx, numbered("v", 2)))
+	v := numbered("v", 2)
+	require.NoError(t, s.AddItems(ctx, v))
 	require.NoError(t, insertRaw(ctx, f.st, "p", []byte(`[1]`)))
 	require.NoError(t, insertRaw(ctx, f.st, "p", []byte(`{"cut":`)))
 
 	it, ok, err := s.PopItem(ctx)
 	require.NoError(t, err)
 	require.True(t, ok)
-	require.Equal(t, numbered("v", 2)[1].String(), it.String())
+	require.Equal(t, v[1].String(), it.String())
 	reports := f.corrupt.Reports("p")
-	require.Len(t, reports, 2, "both corrupt rows popped on the way are reported")
-	require.Equal(t, `{"cut":`, string(reports[0].Raw), "newest first, as popped")
-	require.Equal(t, `[1]`, string(reports[1].Raw))
+	require.Len(t, reports, 2, "both unreadable rows passed over are reported")
+	require.Equal(t, `[1]`, string(reports[0].Raw), "oldest first, with their bytes")
+	require.Equal(t, `{"cut":`, string(reports[1].Raw))
+	require.Equal(t, []string{v[0].String(), `[1]`, `{"cut":`}, rawRows(t, f.st, "p"),
+		"the unreadable rows stay, byte for byte; only the popped item is gone")
 
-	all, err := s.Items(ctx)
+	it, ok, err = s.PopItem(ctx)
 	require.NoError(t, err)
-	require.Equal(t, texts(numbered("v", 1)), texts(all), "the corrupt rows are gone, the older item stays")
+	require.True(t, ok)
+	require.Equal(t, v[0].String(), it.String())
+	_, ok, err = s.PopItem(ctx)
+	require.NoError(t, err)
+	require.False(t, ok, "no readable item left")
+	require.Equal(t, []string{`[1]`, `{"cut":`}, rawRows(t, f.st, "p"), "still there")
 
-	// A session of corrupt rows only pops empty, deleting them.
+	// A session of unreadable rows only pops empty and deletes nothing.
 	q := f.session(t, "q")
 	require.NoError(t, insertRaw(ctx, f.st, "q", []byte(`nope`)))
 	_, ok, err = q.PopItem(ctx)
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Len(t, f.corrupt.Reports("q"), 1)
-	var n int
-	require.NoError(t, f.st.DB().QueryRowContext(ctx, `SELECT count(*) FROM agent_messages WHERE session_id = 'q'`).Scan(&n))
-	require.Zero(t, n)
+	require.Equal(t, []string{`nope`}, rawRows(t, f.st, "q"))
+
+	// Many unreadable rows above: the walk down spans several windows.
+	r := f.session(t, "r")
+	require.NoError(t, r.AddItems(ctx, numbered("r", 1)))
+	for i := range 40 {
+		require.NoError(t, insertRaw(ctx, f.st, "r", []byte(fmt.Sprintf("bad %d", i))))
+	}
+	it, ok, err = r.PopItem(ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, numbered("r", 1)[0].String(), it.String())
+	require.Len(t, rawRows(t, f.st, "r"), 40)
+	require.Len(t, f.corrupt.Reports("r"), 40)
 }
 
 func TestReplaceAtomic(t *testing.T) {

@@ -25,11 +25,21 @@ type Store struct {
 	memory bool // an in-memory database: its one connection is the database
 	opts   Options
 	q      *queries
-	// writers queues this Store's writes in process, so that they wait
-	// for each other in Go instead of polling SQLite's lock.
-	writers chan struct{}
+	// w is the group-commit writer every write goes through (writer.go).
+	w writerState
+	// syncPragma, for OpenDB with Options.Synchronous, is run on each
+	// write connection.
+	syncPragma string
+	// rs holds the read statements, prepared once on the *sql.DB (which
+	// prepares each on a connection the first time it runs there).
+	rs      readStmts
 	closed  atomic.Bool // calls fail with ErrClosed
 	closing atomic.Bool // Close was called
+}
+
+// readStmts are the prepared statements of the reads.
+type readStmts struct {
+	items, latest *sql.Stmt
 }
 
 // Open opens (creating if needed) the SQLite database at path with the
@@ -72,7 +82,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	} else {
 		db.SetMaxIdleConns(max(4, runtime.GOMAXPROCS(0)))
 	}
-	st, err := newStore(ctx, db, true, memory, o)
+	st, err := newStore(ctx, db, true, memory, o, "")
 	if err != nil {
 		_ = db.Close()
 		return nil, err
@@ -99,15 +109,44 @@ func OpenDB(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newStore(ctx, db, false, false, o)
+	syncPragma := ""
+	if opts.Synchronous != "" && !o.ReadOnly {
+		syncPragma = o.Synchronous.pragma()
+	}
+	return newStore(ctx, db, false, false, o, syncPragma)
 }
 
-func newStore(ctx context.Context, db *sql.DB, owned, memory bool, o Options) (*Store, error) {
-	st := &Store{db: db, owned: owned, memory: memory, opts: o, q: newQueries(o), writers: make(chan struct{}, 1)}
+func newStore(ctx context.Context, db *sql.DB, owned, memory bool, o Options, syncPragma string) (*Store, error) {
+	st := &Store{db: db, owned: owned, memory: memory, opts: o, q: newQueries(o), syncPragma: syncPragma}
+	if !o.ReadOnly {
+		// The writer keeps a connection of its own unless that would
+		// leave reads none: a private in-memory database has exactly one,
+		// and a caller's *sql.DB may allow only one.
+		maxOpen := db.Stats().MaxOpenConnections
+		st.startWriter(!memory && (maxOpen == 0 || maxOpen > 1))
+	}
 	if err := st.ensureSchema(ctx, o.SkipCreateTables || o.ReadOnly); err != nil {
+		st.stopWriter()
 		return nil, err
 	}
+	var err error
+	if st.rs.items, err = db.PrepareContext(ctx, st.q.items); err == nil {
+		st.rs.latest, err = db.PrepareContext(ctx, st.q.latest)
+	}
+	if err != nil {
+		st.stopWriter()
+		st.closeStmts()
+		return nil, fmt.Errorf("sqlite: preparing the reads: %w", err)
+	}
 	return st, nil
+}
+
+func (st *Store) closeStmts() {
+	for _, s := range []*sql.Stmt{st.rs.items, st.rs.latest} {
+		if s != nil {
+			_ = s.Close()
+		}
+	}
 }
 
 // DB returns the Store's database, for queries of your own (usage
@@ -116,10 +155,17 @@ func (st *Store) DB() *sql.DB { return st.db }
 
 // Close makes every later call on the Store and its sessions fail with
 // session.ErrClosed, and closes the database if Open opened it. Calls in
-// progress finish or fail. Close is idempotent.
+// progress finish or fail: a write the writer already took commits (or
+// fails) before Close returns, one still queued fails with ErrClosed. Close
+// is idempotent.
 func (st *Store) Close() error {
 	st.closed.Store(true)
-	if st.closing.Swap(true) || !st.owned {
+	if st.closing.Swap(true) {
+		return nil
+	}
+	st.stopWriter()
+	st.closeStmts()
+	if !st.owned {
 		return nil
 	}
 	if err := st.db.Close(); err != nil {
