@@ -455,6 +455,12 @@ func TestWriteLabel(t *testing.T) {
 		require.NoError(t, cp.Park(s, items(call("c1")), runstate.ParkOptions{}))
 		assert.Equal(t, "1.19", writtenLabel(t, cp), "never mislabelled older")
 	})
+	t.Run("a record of a later variant keeps its row's label", func(t *testing.T) {
+		cp, err := runstate.Load(fixture(t, "features/v1_19_held_pending_session_write.json"))
+		require.NoError(t, err)
+		cp.Schema = "1.17" // a caller's mistake: current_response needs 1.19
+		assert.Equal(t, "1.19", writtenLabel(t, cp))
+	})
 	t.Run("new checkpoints are 1.17 until they hold a held record", func(t *testing.T) {
 		cp := fresh(runstate.StepInterruption)
 		assert.Equal(t, "1.17", writtenLabel(t, cp))
