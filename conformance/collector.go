@@ -7,8 +7,9 @@ import (
 	"github.com/agentsessions/sessions/session/driver"
 )
 
-// Collector gathers corrupt-record reports per session, for harnesses that
-// implement RawWriter: pass Collector.Handler as the adapter's OnCorrupt.
+// Collector gathers an adapter's corrupt-record reports per session, for
+// harnesses: pass Collector.Handler as the adapter's OnCorrupt, and answer
+// CorruptReports with Collector.Reports. The zero value is ready to use.
 type Collector struct {
 	mu      sync.Mutex
 	reports map[string][]driver.CorruptRecord

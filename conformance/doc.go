@@ -1,12 +1,34 @@
 // Package conformance is the one suite every Session adapter and shim
 // passes. An adapter author implements Harness (fresh sessions, a second
-// independent handle on the same store, the declared capabilities) and calls
-// Run from the adapter's own _test.go; Check runs the same clauses without
-// the testing package and returns a Report, as `sessionctl check` does.
+// independent handle on the same store, the declared capabilities) and
+// calls Run from the adapter's own _test.go; Check runs the same clauses
+// without the testing package and returns a Report, as `sessionctl check`
+// does.
 //
-// Capabilities are checked both ways: a declared capability must be
-// implemented, and an implemented one must be declared. The report grades
-// the store FULL (the base clauses and every standard capability pass),
-// BASE+PARTIAL (the base clauses and some capabilities pass), BASE (only the
-// base clauses pass) or NONE.
+// The suite has three parts, each graded on its own:
+//
+//   - contract: the Session contract (package conformance/contract) on the
+//     harness as it is. Capabilities are checked both ways: a declared
+//     capability must be implemented, and an implemented one declared.
+//   - contract (capabilities hidden): the same clauses through
+//     HideCapabilities, the session package's fallbacks, as a caller with a
+//     plain Session (the legacy no-argument path) sees the store. It
+//     grades BASE at best, as it declares nothing.
+//   - held-write: held-write settlement (package conformance/heldwrite),
+//     runstate's held pending write driven by a scripted agent loop, with
+//     every session call of a settle faulted in turn.
+//
+// A part grades FULL (its required clauses, every declared capability and
+// the standard ones pass), BASE+PARTIAL, BASE, or NONE (a required clause
+// failed, was skipped or did not run). The store's Level is the contract's,
+// or NONE when another part is NONE.
+//
+// The corrupt-record clause needs the harness to write raw records
+// (driver.RawAppender) and to hand back the adapter's reports
+// (CorruptReporter, see Collector); without them it skips and the contract
+// cannot grade FULL. TTL clauses need TTLHarness.
+//
+// Every session the suite writes has an id starting with ProbePrefix and
+// is cleared when its clause ends, passed, failed or interrupted, so Check
+// can run against a store that holds users' sessions.
 package conformance

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/agentsessions/sessions/conformance/suite"
 	"github.com/agentsessions/sessions/session"
 	"github.com/agentsessions/sessions/session/driver"
 )
@@ -12,8 +13,9 @@ import (
 type Harness interface {
 	// Name names the store in reports, e.g. "sqlite" or "redis-cluster".
 	Name() string
-	// Open returns a handle on session id. The suite uses ids no other run
-	// uses, so Open need not clean anything.
+	// Open returns a handle on session id. The suite writes only ids that
+	// start with ProbePrefix and are unique to the run, and clears each
+	// one when its clause ends, so Open need not clean anything.
 	Open(ctx context.Context, id string) (session.Session, error)
 	// OpenPeer returns a handle on session id through a second, independent
 	// client or connection on the same store: another process, in effect.
@@ -22,12 +24,14 @@ type Harness interface {
 	Declared() session.Capabilities
 }
 
-// RawWriter is implemented by harnesses whose backend can hold a record the
-// adapter itself would refuse to write, for the corrupt-record clause. An
-// AppendRaw error wrapping session.ErrUnsupported skips the clause.
-type RawWriter interface {
-	// AppendRaw stores raw as the next record of session id, unvalidated.
-	AppendRaw(ctx context.Context, id string, raw []byte) error
+// The corrupt-record clause runs on harnesses that implement both
+// driver.RawAppender (store a record the adapter would refuse; an error
+// wrapping session.ErrUnsupported skips the clause, which keeps the grade
+// below FULL) and CorruptReporter.
+
+// CorruptReporter is implemented by harnesses that collect the adapter's
+// corrupt-record reports (see Collector).
+type CorruptReporter interface {
 	// CorruptReports returns the reports the adapter made so far about
 	// corrupt records of session id.
 	CorruptReports(id string) []driver.CorruptRecord
@@ -42,21 +46,24 @@ type TTLHarness interface {
 	// Advance lets d pass: a fake clock moves, a real one sleeps.
 	Advance(d time.Duration)
 	// MinTTL is the shortest TTL the store keeps exactly (a real server's
-	// clock resolution); the TTL clause uses multiples of it.
+	// clock resolution); the TTL clauses use multiples of it.
 	MinTTL() time.Duration
 }
 
-// Raw is a RawWriter made of two functions, for harnesses that build one
-// from parts.
-type Raw struct {
-	Append  func(ctx context.Context, id string, raw []byte) error
-	Reports func(id string) []driver.CorruptRecord
-}
+// The parts check these interfaces by their suite twins; both have the
+// same method sets.
+var (
+	_ suite.Harness         = Harness(nil)
+	_ Harness               = suite.Harness(nil)
+	_ suite.TTLHarness      = TTLHarness(nil)
+	_ TTLHarness            = suite.TTLHarness(nil)
+	_ suite.CorruptReporter = CorruptReporter(nil)
+	_ CorruptReporter       = suite.CorruptReporter(nil)
+)
 
-// AppendRaw calls r.Append.
-func (r Raw) AppendRaw(ctx context.Context, id string, raw []byte) error {
-	return r.Append(ctx, id, raw)
-}
+// ProbePrefix starts the id of every session the suite writes:
+// agentsessions-check:<run>:<part>:<clause>:<suffix>.
+const ProbePrefix = suite.ProbePrefix
 
-// CorruptReports calls r.Reports.
-func (r Raw) CorruptReports(id string) []driver.CorruptRecord { return r.Reports(id) }
+// Numbered returns n items {"type":"message","role":"user","content":"<tag>-<i>"}.
+func Numbered(tag string, n int) []session.Item { return suite.Numbered(tag, n) }

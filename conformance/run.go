@@ -4,225 +4,129 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"runtime"
-	"sort"
-	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentsessions/sessions/conformance/contract"
+	"github.com/agentsessions/sessions/conformance/heldwrite"
+	"github.com/agentsessions/sessions/conformance/suite"
+	"github.com/agentsessions/sessions/session"
 )
 
 // Options tunes a run of the suite.
 type Options struct {
-	// Run, when set, runs only clauses whose name matches it.
+	// Run, when set, runs only clauses whose name matches it. A part whose
+	// base clauses did not all run grades NONE.
 	Run *regexp.Regexp
-	// IDPrefix starts every session id the suite creates.
-	IDPrefix string
+	// RunID names the run in the probe namespace: every session id starts
+	// with ProbePrefix + RunID + ":". Empty means a random one.
+	RunID string
 	// Timeout bounds each clause; zero means two minutes.
 	Timeout time.Duration
-	// NativeOnly skips Run's second pass with capabilities hidden.
+	// NativeOnly skips the contract's second pass with capabilities hidden.
 	NativeOnly bool
 }
 
-func (o Options) timeout() time.Duration {
-	if o.Timeout <= 0 {
-		return 2 * time.Minute
-	}
-	return o.Timeout
+// The parts of the suite, in the order they run.
+const (
+	PartContract       = "contract"                       // the Session contract, on the harness as it is
+	PartContractHidden = "contract (capabilities hidden)" // the contract through HideCapabilities: the legacy fallback
+	PartHeldWrite      = "held-write"                     // held-write settlement: runstate's scripted agent loop
+)
+
+// part is one list of clauses run on one view of the harness.
+type part struct {
+	name, tag string
+	clauses   func() []suite.Clause
+	harness   func(Harness) suite.Harness
+	// standard are the capabilities the part needs for FULL.
+	standard session.Capabilities
+	// base is the part's required group.
+	base Group
 }
 
-func selected(opts Options) []clause {
-	var out []clause
-	for _, cl := range clauses() {
-		if opts.Run != nil && !opts.Run.MatchString(cl.name) {
-			continue
-		}
-		out = append(out, cl)
+func parts(opts Options) []part {
+	native := func(h Harness) suite.Harness { return h }
+	ps := []part{{PartContract, "contract", contract.Clauses, native, StandardCapabilities, GroupBase}}
+	if !opts.NativeOnly {
+		ps = append(ps, part{PartContractHidden, "hidden", contract.Clauses,
+			func(h Harness) suite.Harness { return contract.HideCapabilities(h) }, StandardCapabilities, GroupBase})
 	}
-	return out
+	return append(ps, part{PartHeldWrite, "held-write", heldwrite.Clauses, native, 0, GroupHeldWrite})
 }
 
-// Run runs every clause of the suite as subtests of t, twice: "native"
-// against the harness as it is, and "capabilities-hidden" against the same
-// store with every optional capability hidden (HideCapabilities), which must
-// give identical results for every base and run-state clause. It logs both
-// reports and returns the native one. Clauses of capabilities the harness
-// does not declare are skipped.
+func (o Options) suite(run string, p part) suite.Options {
+	return suite.Options{Run: o.Run, Timeout: o.Timeout, Namespace: suite.NewNamespace(run, p.tag)}
+}
+
+func (o Options) runID() string {
+	if o.RunID != "" {
+		return o.RunID
+	}
+	return suite.NewRunID()
+}
+
+// HideCapabilities returns a harness whose sessions show only the methods
+// of session.Session and that declares no capability, so the contract runs
+// through the session package's fallbacks, as a caller holding a plain
+// Session (the legacy no-argument path) does. Run and Check grade this as
+// the part "contract (capabilities hidden)".
+func HideCapabilities(h Harness) Harness { return contract.HideCapabilities(h) }
+
+// Run runs the whole suite on h as subtests of t, one per part: the
+// contract natively, the contract with capabilities hidden (unless
+// opts.NativeOnly), and held-write settlement. Each base or held-write
+// clause must give the same outcome natively and with capabilities hidden.
+// It logs the report and returns it.
 func Run(t *testing.T, h Harness, opts Options) *Report {
 	t.Helper()
-	var native, hidden *Report
-	t.Run("native", func(t *testing.T) { native = runMode(t, h, opts) })
-	if opts.NativeOnly {
-		return native
-	}
-	t.Run("capabilities-hidden", func(t *testing.T) { hidden = runMode(t, HideCapabilities(h), opts) })
-	for _, d := range sameOutcomes(native, hidden) {
-		t.Errorf("conformance %s: native and capabilities-hidden runs differ: %s", h.Name(), d)
-	}
-	return native
-}
-
-// sameOutcomes lists the base and run-state clauses whose status differs
-// between two reports.
-func sameOutcomes(a, b *Report) []string {
-	if a == nil || b == nil {
-		return nil
-	}
-	status := map[string]Status{}
-	for _, c := range b.Clauses {
-		status[c.Name] = c.Status
-	}
-	var diffs []string
-	for _, c := range a.Clauses {
-		if c.Group != GroupBase && c.Group != GroupRunState {
-			continue
-		}
-		if c.Name == "capabilities/implemented-declared" || c.Name == "capabilities/declared-implemented" {
-			continue
-		}
-		if other, ok := status[c.Name]; ok && other != c.Status && !(c.Status == StatusSkip || other == StatusSkip) {
-			diffs = append(diffs, fmt.Sprintf("%s: %s vs %s", c.Name, c.Status, other))
-		}
-	}
-	return diffs
-}
-
-func runMode(t *testing.T, h Harness, opts Options) *Report {
-	t.Helper()
+	run := opts.runID()
 	rep := newReport(h)
-	for _, cl := range selected(opts) {
-		start := time.Now()
-		var res ClauseResult
-		t.Run(cl.name, func(t *testing.T) {
-			rec := &recorder{inner: t}
-			defer func() { res = rec.result() }()
-			if cl.needs != 0 && !h.Declared().Has(cl.needs) {
-				rec.Skipf("capability %s not declared", cl.needs)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), opts.timeout())
-			defer cancel()
-			c := newC(ctx, rec, h, opts, cl.name)
-			defer c.cleanup()
-			cl.run(c)
-		})
-		res.Name, res.Group, res.Duration = cl.name, cl.group, time.Since(start)
-		rep.add(res)
+	for _, p := range parts(opts) {
+		var res []suite.Result
+		t.Run(p.tag, func(t *testing.T) { res = suite.Run(t, p.harness(h), p.clauses(), opts.suite(run, p)) })
+		rep.add(p, h, res)
 	}
 	rep.finish()
+	for _, d := range rep.differences() {
+		t.Errorf("conformance %s: native and capabilities-hidden contract differ: %s", h.Name(), d)
+	}
 	t.Logf("conformance %s: %s", h.Name(), rep.Summary())
 	return rep
 }
 
-// Check runs every clause without the testing package and returns the
-// report. Each clause runs in its own goroutine; a failed assertion ends the
-// clause, as t.FailNow does.
+// Check runs the whole suite on h without the testing package, as Run
+// does, and returns the report. Once ctx is done the clauses left are
+// reported skipped; every session a clause wrote is cleared all the same.
 func Check(ctx context.Context, h Harness, opts Options) *Report {
+	run := opts.runID()
 	rep := newReport(h)
-	for _, cl := range selected(opts) {
-		start := time.Now()
-		res := ClauseResult{Name: cl.name, Group: cl.group}
-		if cl.needs != 0 && !h.Declared().Has(cl.needs) {
-			res.Status, res.Message = StatusSkip, fmt.Sprintf("capability %s not declared", cl.needs)
-			rep.add(res)
-			continue
-		}
-		cctx, cancel := context.WithTimeout(ctx, opts.timeout())
-		rec := &recorder{}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			defer func() {
-				if p := recover(); p != nil {
-					rec.Errorf("panic: %v", p)
-				}
-			}()
-			c := newC(cctx, rec, h, opts, cl.name)
-			defer c.cleanup()
-			cl.run(c)
-		}()
-		<-done
-		cancel()
-		r := rec.result()
-		res.Status, res.Message, res.Duration = r.Status, r.Message, time.Since(start)
-		rep.add(res)
+	for _, p := range parts(opts) {
+		rep.add(p, h, suite.Check(ctx, p.harness(h), p.clauses(), opts.suite(run, p)))
 	}
 	rep.finish()
 	return rep
 }
 
-// recorder collects a clause's outcome. With an inner reporter (go test) it
-// forwards every call; without one (Check) FailNow and Skipf end the
-// clause's goroutine.
-type recorder struct {
-	inner   reporter
-	mu      sync.Mutex
-	failed  bool
-	skipped bool
-	msgs    []string
-}
-
-func (r *recorder) Helper() {
-	if r.inner != nil {
-		r.inner.Helper()
+// differences lists the base clauses whose outcome differs between the
+// native and the capabilities-hidden contract.
+func (r *Report) differences() []string {
+	native, hidden := r.Part(PartContract), r.Part(PartContractHidden)
+	if native == nil || hidden == nil {
+		return nil
 	}
-}
-
-func (r *recorder) Errorf(format string, args ...any) {
-	r.mu.Lock()
-	r.failed = true
-	r.msgs = append(r.msgs, fmt.Sprintf(format, args...))
-	r.mu.Unlock()
-	if r.inner != nil {
-		r.inner.Helper()
-		r.inner.Errorf(format, args...)
+	status := map[string]Status{}
+	for _, c := range hidden.Clauses {
+		status[c.Name] = c.Status
 	}
-}
-
-func (r *recorder) FailNow() {
-	r.mu.Lock()
-	r.failed = true
-	r.mu.Unlock()
-	if r.inner != nil {
-		r.inner.FailNow()
+	var diffs []string
+	for _, c := range native.Clauses {
+		if c.Group != GroupBase || c.Name == "capabilities/implemented-declared" || c.Name == "capabilities/declared-implemented" {
+			continue
+		}
+		if other, ok := status[c.Name]; ok && other != c.Status && c.Status != StatusSkip && other != StatusSkip {
+			diffs = append(diffs, fmt.Sprintf("%s: %s vs %s", c.Name, c.Status, other))
+		}
 	}
-	runtime.Goexit()
-}
-
-func (r *recorder) Skipf(format string, args ...any) {
-	r.mu.Lock()
-	r.skipped = true
-	r.msgs = append(r.msgs, fmt.Sprintf(format, args...))
-	r.mu.Unlock()
-	if r.inner != nil {
-		r.inner.Skipf(format, args...)
-	}
-	runtime.Goexit()
-}
-
-func (r *recorder) Logf(format string, args ...any) {
-	if r.inner != nil {
-		r.inner.Logf(format, args...)
-	}
-}
-
-func (r *recorder) result() ClauseResult {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	res := ClauseResult{Status: StatusPass, Message: strings.Join(r.msgs, "; ")}
-	switch {
-	case r.failed:
-		res.Status = StatusFail
-	case r.skipped:
-		res.Status = StatusSkip
-	}
-	return res
-}
-
-func sortedGroups(m map[Group]*groupTally) []Group {
-	out := make([]Group, 0, len(m))
-	for g := range m {
-		out = append(out, g)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
+	return diffs
 }

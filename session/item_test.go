@@ -1,6 +1,7 @@
 package session_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -23,4 +24,26 @@ func TestItemFields(t *testing.T) {
 	require.NoError(t, err)
 	b[2] = 'X'
 	require.Equal(t, `{"a":1}`, n.String(), "NewItem copies")
+}
+
+// TestItemConstruction: ParseItem and NewItem take exactly one JSON object
+// and refuse everything else with ErrInvalidItem (moved here from the
+// conformance suite, which never touched an adapter for it).
+func TestItemConstruction(t *testing.T) {
+	for _, bad := range []string{
+		``, ` `, `null`, `[]`, `[{"a":1}]`, `"str"`, `1`, `true`,
+		`{`, `{"a":}`, `{"a":1}{"b":2}`, `{"a":1},`, `{'a':1}`,
+		"{\"a\":\"\xff\"}", strings.Repeat("[", 20000),
+	} {
+		_, err := session.ParseItem(bad)
+		require.ErrorIs(t, err, session.ErrInvalidItem, "%.40q must be rejected", bad)
+		_, err = session.NewItem([]byte(bad))
+		require.ErrorIs(t, err, session.ErrInvalidItem, "%.40q must be rejected", bad)
+	}
+	for _, ok := range []string{`{}`, ` {"a":1} `, "\n{\"a\":[1,{\"b\":null}]}\t"} {
+		_, err := session.ParseItem(ok)
+		require.NoError(t, err, "%q is a JSON object", ok)
+		_, err = session.NewItem([]byte(ok))
+		require.NoError(t, err, "%q is a JSON object", ok)
+	}
 }

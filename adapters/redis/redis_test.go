@@ -117,8 +117,9 @@ func (h *harness) Advance(d time.Duration) { time.Sleep(d) }
 func (h *harness) MinTTL() time.Duration   { return time.Second }
 
 var (
-	_ conformance.RawWriter  = (*harness)(nil)
-	_ conformance.TTLHarness = (*harness)(nil)
+	_ driver.RawAppender          = (*harness)(nil)
+	_ conformance.CorruptReporter = (*harness)(nil)
+	_ conformance.TTLHarness      = (*harness)(nil)
 )
 
 func TestConformance(t *testing.T) {

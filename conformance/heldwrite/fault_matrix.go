@@ -1,4 +1,4 @@
-package conformance
+package heldwrite
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentsessions/sessions/conformance/suite"
 	"github.com/agentsessions/sessions/runstate"
 	"github.com/agentsessions/sessions/session"
 )
@@ -33,7 +34,7 @@ func init() {
 	for _, f := range matrixFlows() {
 		for _, m := range []scMode{modeLive, modeJSON} {
 			f, m := f, m
-			register(clause{"runstate/fault-matrix/" + f.name + "/" + string(m), GroupRunState, 0, func(c *C) {
+			register(suite.Clause{Name: "held-write/fault-matrix/" + f.name + "/" + string(m), Group: Group, Run: func(c *suite.C) {
 				runMatrix(&sc{C: c, mode: m}, f)
 			}})
 		}
@@ -139,7 +140,7 @@ func runMatrix(x *sc, f matrixFlow) {
 	cells := 0
 	run := func(name string, first, recovery []fault) (t1, t2 []opRecord) {
 		cells++
-		failed, msg := captured(x.C, func(c *C) {
+		failed, msg := x.Captured(func(c *suite.C) {
 			t1, t2 = matrixCell(&sc{C: c, mode: x.mode}, f, fmt.Sprintf("cell%d", cells), first, recovery)
 		})
 		if failed {
@@ -216,7 +217,7 @@ func matrixCell(x *sc, f matrixFlow, id string, first, recovery []fault) (t1, t2
 		if n == 0 {
 			faults = recovery
 		}
-		before := all(x.C, s)
+		before := x.All(s)
 		out, trace, fired := attempt(cp, faults, nil)
 		if n == 0 {
 			t2 = trace
@@ -224,7 +225,7 @@ func matrixCell(x *sc, f matrixFlow, id string, first, recovery []fault) (t1, t2
 		if partial {
 			// A partial commit proves neither outcome: refuse, write nothing.
 			require.ErrorIs(x, out.err, runstate.ErrCannotReconcile)
-			requireItems(x.C, before, all(x.C, s), "a refused recovery writes nothing")
+			x.RequireItems(before, x.All(s), "a refused recovery writes nothing")
 			require.Equal(x, f.modelBefore, w.modelCalls(), "no model call")
 			requireRuns(x, w, f.runs)
 			require.NotNil(x, out.cp.Pending, "the refused record stays")

@@ -1,4 +1,4 @@
-package conformance
+package heldwrite
 
 import (
 	"encoding/json"
@@ -354,7 +354,7 @@ func scHeldRidesResult(x *sc) {
 	require.JSONEq(x, `1`, string(p["persisted_count"]))
 	var batch []session.Item
 	require.NoError(x, json.Unmarshal(p["items"], &batch))
-	requireItems(x.C, items(cParked), batch, "the batch carries only the withheld response, never the input")
+	x.RequireItems(items(cParked), batch, "the batch carries only the withheld response, never the input")
 	// And it completes cleanly.
 	out = x.step(w, runIn{agent: a, s: s, cp: out.cp, approve: approve(idParked)})
 	x.finished(out, "done")
@@ -378,7 +378,7 @@ func scOneOrderedWrite(x *sc) {
 		}
 	}
 	require.Len(x, settling, 1, "exactly one append carries the parked pair")
-	requireItems(x.C, items(cParked, oParked), settling[0], "call before output, in one ordered write")
+	x.RequireItems(items(cParked, oParked), settling[0], "call before output, in one ordered write")
 	x.history(s, items(uDo, cLookup, oLookup, cParked, oParked, mDone))
 }
 
@@ -564,8 +564,9 @@ func scSettledHeldCounts(x *sc) {
 	cp := runstate.New()
 	cp.SetStep(runstate.StepRunAgain)
 	cp = x.carry(cp)
-	n, _, err := cp.SaveResumedTurn(x.Context(), s0, runstate.ResumedTurn{Held: items(cParked, oParked)})
+	_, err := cp.SaveResumedTurn(x.Context(), s0, runstate.ResumedTurn{Held: items(cParked, oParked)})
 	require.NoError(x, err)
+	n := cp.PersistedCount
 	require.Equal(x, 2, n, "settled held items count toward the turn's persisted count")
 	require.Equal(x, 2, cp.PersistedCount)
 	x.history(s0, items(cParked, oParked))
@@ -591,9 +592,10 @@ func scSettledCountMatches(x *sc) {
 	// away, and the count is what the append wrote.
 	s := x.Fresh("s")
 	cp := x.carry(runstate.New())
-	n, res, err := cp.SaveResumedTurn(x.Context(), s, runstate.ResumedTurn{Items: items(oParked), Held: items(cParked, oParked)})
+	res, err := cp.SaveResumedTurn(x.Context(), s, runstate.ResumedTurn{Items: items(oParked), Held: items(cParked, oParked)})
 	require.NoError(x, err)
-	got := all(x.C, s)
+	n := cp.PersistedCount
+	got := x.All(s)
 	require.Equal(x, len(got), n)
 	require.Equal(x, len(got), res.Count)
 	x.history(s, items(cParked, oParked))

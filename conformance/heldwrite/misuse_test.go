@@ -1,14 +1,14 @@
-package conformance
+package heldwrite
 
 import (
 	"context"
-	"regexp"
 	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentsessions/sessions/adapters/memory"
+	"github.com/agentsessions/sessions/conformance/suite"
 	"github.com/agentsessions/sessions/session"
 )
 
@@ -26,10 +26,10 @@ func (h memoryHarness) Declared() session.Capabilities {
 	return session.Caps(session.CapLatest, session.CapReplace, session.CapTTL)
 }
 
-func failedClauses(rep *Report) []string {
+func failedClauses(rep []suite.Result) []string {
 	var out []string
-	for _, c := range rep.Clauses {
-		if c.Status == StatusFail {
+	for _, c := range rep {
+		if c.Status == suite.StatusFail {
 			out = append(out, c.Name)
 		}
 	}
@@ -44,28 +44,28 @@ func TestScenariosCatchLoopMisuse(t *testing.T) {
 		mustFail []string
 	}{
 		{"skip-entry-resume", []string{
-			"runstate/resumed-append-recovered/fail-before-commit/live",
-			"runstate/resumed-append-recovered/fail-before-commit/json",
-			"runstate/held-other-session-refused/json",
-			"runstate/fault-matrix/ordinary/live",
-			"runstate/fault-matrix/held-entry/json",
+			"held-write/resumed-append-recovered/fail-before-commit/live",
+			"held-write/resumed-append-recovered/fail-before-commit/json",
+			"held-write/held-other-session-refused/json",
+			"held-write/fault-matrix/ordinary/live",
+			"held-write/fault-matrix/held-entry/json",
 		}},
 		{"drop-held", []string{
-			"runstate/deferred-park-run-again/live",
-			"runstate/deferred-park-run-again/json",
-			"runstate/partial-approval-one-batch/json",
-			"runstate/fault-matrix/held-exit/live",
+			"held-write/deferred-park-run-again/live",
+			"held-write/deferred-park-run-again/json",
+			"held-write/partial-approval-one-batch/json",
+			"held-write/fault-matrix/held-exit/live",
 		}},
 		{"no-fold", []string{
-			"runstate/after-turn-cancel-reattach/live",
-			"runstate/detached-park-joins-held/json",
-			"runstate/fault-matrix/held-entry/live",
+			"held-write/after-turn-cancel-reattach/live",
+			"held-write/detached-park-joins-held/json",
+			"held-write/fault-matrix/held-entry/live",
 		}},
 		{"unregistered-exit", []string{
-			"runstate/resumed-append-recovered/commit-then-lose-ack/json",
-			"runstate/failed-held-settle-recovered/live",
-			"runstate/fault-matrix/ordinary/json",
-			"runstate/fault-matrix/held-exit/json",
+			"held-write/resumed-append-recovered/commit-then-lose-ack/json",
+			"held-write/failed-held-settle-recovered/live",
+			"held-write/fault-matrix/ordinary/json",
+			"held-write/fault-matrix/held-exit/json",
 		}},
 	}
 	h := memoryHarness{memory.New(memory.Options{})}
@@ -73,7 +73,7 @@ func TestScenariosCatchLoopMisuse(t *testing.T) {
 		t.Run(tc.misuse, func(t *testing.T) {
 			loopMisuse = tc.misuse
 			defer func() { loopMisuse = "" }()
-			rep := Check(context.Background(), h, Options{Run: regexp.MustCompile(`^runstate/`)})
+			rep := suite.Check(context.Background(), h, Clauses(), suite.Options{Namespace: suite.NewNamespace(suite.NewRunID(), "misuse")})
 			failed := failedClauses(rep)
 			for _, name := range tc.mustFail {
 				require.True(t, slices.Contains(failed, name), "clause %s must fail; failed: %v", name, failed)

@@ -1,4 +1,4 @@
-package conformance
+package contract
 
 import (
 	"errors"
@@ -7,18 +7,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentsessions/sessions/conformance/suite"
 	"github.com/agentsessions/sessions/session"
 )
 
-func init() {
-	register(
-		clause{"ids/hostile", GroupBase, 0, clauseHostileIDs},
-		clause{"ids/empty", GroupBase, 0, clauseEmptyID},
-	)
-}
-
 // hostileIDs returns ids built to escape a naive key, path or query layout,
-// each unique to this clause run and each distinct from the others.
+// each unique to this clause run and each distinct from the others. Every
+// one starts with base, so that it lies in the probe namespace: the
+// hostile part is the tail.
 func hostileIDs(base string) []string {
 	return []string{
 		base,
@@ -26,14 +22,14 @@ func hostileIDs(base string) []string {
 		base + ":items",
 		base + "*",
 		base + "}",
-		"{" + base + "}",
+		base + "{tag}",
 		base + "}:{x",
 		base + "%",
 		base + "%2A",
 		base + "'",
 		base + "' OR '1'='1",
 		base + `"`,
-		"$where:" + base,
+		base + "$where:",
 		base + "\x00",
 		base + "\x00x",
 		base + "/../x",
@@ -42,13 +38,13 @@ func hostileIDs(base string) []string {
 		base + "-ünïcødé-☃-😀",
 		base + " ",
 		base + "\n",
-		"*" + base,
+		base + "**",
 		base + "[0]",
 		base + ".$",
 	}
 }
 
-func clauseHostileIDs(c *C) {
+func clauseHostileIDs(c *suite.C) {
 	ids := hostileIDs(c.ID("h"))
 	seen := map[string]bool{}
 	for _, id := range ids {
@@ -58,10 +54,10 @@ func clauseHostileIDs(c *C) {
 	for i, id := range ids {
 		s := c.Open(id)
 		require.Equal(c, id, s.SessionID())
-		add(c, s, Numbered(fmt.Sprintf("h%d", i), 2))
+		add(c, s, numbered(fmt.Sprintf("h%d", i), 2))
 	}
 	for i, id := range ids {
-		requireItems(c, Numbered(fmt.Sprintf("h%d", i), 2), all(c, c.Open(id)), "session %q holds only its own items", id)
+		requireItems(c, numbered(fmt.Sprintf("h%d", i), 2), all(c, c.Open(id)), "session %q holds only its own items", id)
 	}
 	// Mutations through hostile ids stay confined too.
 	for i, id := range ids {
@@ -74,7 +70,7 @@ func clauseHostileIDs(c *C) {
 		}
 	}
 	for i, id := range ids {
-		want := Numbered(fmt.Sprintf("h%d", i), 1)
+		want := numbered(fmt.Sprintf("h%d", i), 1)
 		if i%2 == 1 {
 			want = nil
 		}
@@ -82,13 +78,13 @@ func clauseHostileIDs(c *C) {
 	}
 }
 
-func clauseEmptyID(c *C) {
+func clauseEmptyID(c *suite.C) {
 	s, err := c.Harness().Open(c.Context(), "")
 	if err != nil {
 		require.True(c, errors.Is(err, session.ErrInvalidSessionID), "open with an empty id: want ErrInvalidSessionID, got %v", err)
 		return
 	}
 	// A harness whose Open cannot fail must still refuse to use the id.
-	err = s.AddItems(c.Context(), Numbered("e", 1))
+	err = s.AddItems(c.Context(), numbered("e", 1))
 	require.True(c, errors.Is(err, session.ErrInvalidSessionID), "append with an empty id: want ErrInvalidSessionID, got %v", err)
 }

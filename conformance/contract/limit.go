@@ -1,20 +1,13 @@
-package conformance
+package contract
 
 import (
 	"errors"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentsessions/sessions/conformance/suite"
 	"github.com/agentsessions/sessions/session"
 )
-
-func init() {
-	register(
-		clause{"limit/fallback-table", GroupBase, 0, func(c *C) { limitTable(c, coreOnly{}.wrap) }},
-		clause{"limit/native-table", groupFor(session.CapLatest), session.CapLatest, func(c *C) { limitTable(c, nil) }},
-		clause{"limit/native-matches-fallback", groupFor(session.CapLatest), session.CapLatest, clauseLimitMatches},
-	)
-}
 
 // coreOnly hides every optional capability of a session, so the package's
 // fallbacks run.
@@ -25,9 +18,9 @@ func (coreOnly) wrap(s session.Session) session.Session { return coreOnly{s} }
 // limitTable checks the latest-N table: 0, 1, n, exactly all, more than
 // stored, negative. With wrap it goes through the fallback; without it
 // calls LatestItems directly.
-func limitTable(c *C, wrap func(session.Session) session.Session) {
+func limitTable(c *suite.C, wrap func(session.Session) session.Session) {
 	s := c.Fresh("limit")
-	items := Numbered("l", 7)
+	items := numbered("l", 7)
 	add(c, s, items[:3])
 	add(c, s, items[3:])
 	latest := func(n int) ([]session.Item, error) {
@@ -67,10 +60,10 @@ func limitTable(c *C, wrap func(session.Session) session.Session) {
 	require.Empty(c, got)
 }
 
-func clauseLimitMatches(c *C) {
+func clauseLimitMatches(c *suite.C) {
 	s := c.Fresh("limit-match")
 	for i := 0; i < 5; i++ {
-		add(c, s, Numbered(string(rune('a'+i)), i+1))
+		add(c, s, numbered(string(rune('a'+i)), i+1))
 	}
 	for n := 0; n <= 17; n++ {
 		native, err := session.Latest(c.Context(), s, n)

@@ -1,4 +1,4 @@
-package conformance
+package heldwrite
 
 import (
 	"bytes"
@@ -85,7 +85,7 @@ func scRecovered(x *sc, kind faultKind) {
 	out = x.step(w, runIn{agent: payAgent, s: s, input: items(uReceipt)})
 	x.finished(out, "fresh")
 	input := w.inputs[len(w.inputs)-1]
-	requireItems(x.C, items(uCharge, cCharge, oCharge, mDone, uReceipt), input, "the next run's model sees the pair")
+	x.RequireItems(items(uCharge, cCharge, oCharge, mDone, uReceipt), input, "the next run's model sees the pair")
 }
 
 func scAmbiguous(x *sc, mismatch string) {
@@ -96,12 +96,12 @@ func scAmbiguous(x *sc, mismatch string) {
 		supplied = nil
 	case "different-id":
 		other := x.Fresh("other")
-		add(x.C, other, all(x.C, s))
+		x.Add(other, x.All(s))
 		supplied = other
 	case "changed-tail":
-		add(x.C, s, items(userItem("another writer")))
+		x.Add(s, items(userItem("another writer")))
 	}
-	before := all(x.C, s)
+	before := x.All(s)
 	res := x.step(w, runIn{agent: payAgent, s: supplied, cp: out.cp})
 	if mismatch == "changed-tail" {
 		require.ErrorIs(x, res.err, runstate.ErrCannotReconcile)
@@ -110,9 +110,9 @@ func scAmbiguous(x *sc, mismatch string) {
 	}
 	require.Equal(x, 1, w.modelCalls(), "no model call")
 	requireRuns(x, w, map[string]int{idCharge: 1})
-	requireItems(x.C, before, all(x.C, s), "history untouched")
+	x.RequireItems(before, x.All(s), "history untouched")
 	if mismatch == "different-id" {
-		requireItems(x.C, items(uCharge, cCharge), all(x.C, supplied), "the other session untouched")
+		x.RequireItems(items(uCharge, cCharge), x.All(supplied), "the other session untouched")
 	}
 	requireOrdinary(x, res.cp, items(oCharge), "the record stays")
 }
@@ -274,11 +274,11 @@ func scPartialCommit(x *sc) {
 	out = x.step(w, runIn{agent: payAgent, s: s, cp: out.cp, approve: approve(idCharge, idCharge2)})
 	fs.disarm()
 	require.ErrorIs(x, out.err, errInjected)
-	before := all(x.C, s)
-	requireItems(x.C, items(uCharge, cCharge, cCharge2, oCharge), before)
+	before := x.All(s)
+	x.RequireItems(items(uCharge, cCharge, cCharge2, oCharge), before)
 	res := x.step(w, runIn{agent: payAgent, s: s, cp: out.cp})
 	require.ErrorIs(x, res.err, runstate.ErrCannotReconcile)
 	requireRuns(x, w, map[string]int{idCharge: 1, idCharge2: 1})
 	require.Equal(x, 1, w.modelCalls())
-	requireItems(x.C, before, all(x.C, s), "nothing written")
+	x.RequireItems(before, x.All(s), "nothing written")
 }

@@ -1,15 +1,15 @@
-package conformance_test
+package heldwrite_test
 
 import (
 	"context"
-	"regexp"
 	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentsessions/sessions/adapters/memory"
-	"github.com/agentsessions/sessions/conformance"
+	"github.com/agentsessions/sessions/conformance/heldwrite"
+	"github.com/agentsessions/sessions/conformance/suite"
 	"github.com/agentsessions/sessions/session"
 )
 
@@ -40,13 +40,12 @@ func (h memHarness) Declared() session.Capabilities {
 	return session.Caps(session.CapLatest, session.CapReplace, session.CapTTL)
 }
 
-var runStateClauses = regexp.MustCompile(`^runstate/`)
-
-func TestRunStateScenarios(t *testing.T) {
+func TestHeldWriteScenarios(t *testing.T) {
 	h := memHarness{store: memory.New(memory.Options{})}
-	rep := conformance.Run(t, h, conformance.Options{Run: runStateClauses})
-	if rep.Failed > 0 {
-		t.Errorf("run-state clauses failed: %s", rep.Summary())
+	res := suite.Run(t, h, heldwrite.Clauses(), suite.Options{Namespace: suite.NewNamespace(suite.NewRunID(), "held-write")})
+	require.Len(t, res, 96, "the held-write part has 96 clauses")
+	for _, r := range res {
+		require.Equal(t, suite.StatusPass, r.Status, "%s: %s", r.Name, r.Message)
 	}
 }
 
@@ -108,11 +107,11 @@ func TestRunStateScenariosCatchBrokenAdapters(t *testing.T) {
 		mustFail []string
 	}{
 		{"a batch loses its first item", func(s *memory.Session) session.Session { return dropsFirst{plainSession{s}} },
-			[]string{"runstate/deferred-park-run-again/live", "runstate/deferred-park-run-again/json",
-				"runstate/fault-matrix/held-exit/live", "runstate/fault-matrix/held-entry/json"}},
+			[]string{"held-write/deferred-park-run-again/live", "held-write/deferred-park-run-again/json",
+				"held-write/fault-matrix/held-exit/live", "held-write/fault-matrix/held-entry/json"}},
 		{"a batch lands twice", func(s *memory.Session) session.Session { return writesTwice{plainSession{s}} },
-			[]string{"runstate/one-ordered-write/live", "runstate/fault-matrix/held-exit/json",
-				"runstate/partial-commit-fails-closed/live"}},
+			[]string{"held-write/one-ordered-write/live", "held-write/fault-matrix/held-exit/json",
+				"held-write/partial-commit-fails-closed/live"}},
 		{"reads lag one write behind", func(s *memory.Session) session.Session {
 			p := lag[s.SessionID()]
 			if p == nil {
@@ -120,15 +119,15 @@ func TestRunStateScenariosCatchBrokenAdapters(t *testing.T) {
 				lag[s.SessionID()] = p
 			}
 			return laggingReads{plainSession{s}, p}
-		}, []string{"runstate/resumed-append-recovered/commit-then-lose-ack/live",
-			"runstate/fault-matrix/ordinary/live", "runstate/fault-matrix/held-exit/json"}},
+		}, []string{"held-write/resumed-append-recovered/commit-then-lose-ack/live",
+			"held-write/fault-matrix/ordinary/live", "held-write/fault-matrix/held-exit/json"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			rep := conformance.Check(context.Background(), memHarness{st, tc.wrap}, conformance.Options{Run: runStateClauses})
+			rep := suite.Check(context.Background(), memHarness{st, tc.wrap}, heldwrite.Clauses(), suite.Options{Namespace: suite.NewNamespace(suite.NewRunID(), "broken")})
 			var failed []string
-			for _, c := range rep.Clauses {
-				if c.Status == conformance.StatusFail {
+			for _, c := range rep {
+				if c.Status == suite.StatusFail {
 					failed = append(failed, c.Name)
 				}
 			}

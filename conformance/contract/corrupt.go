@@ -1,34 +1,37 @@
-package conformance
+package contract
 
 import (
 	"errors"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentsessions/sessions/conformance/suite"
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
-
-func init() {
-	register(clause{"corrupt/isolated", GroupBase, 0, clauseCorrupt})
-}
 
 // clauseCorrupt stores records the adapter would refuse between valid ones
 // and checks that they hide no valid item, make none disappear, and are
 // reported.
-func clauseCorrupt(c *C) {
-	rw, ok := c.Harness().(RawWriter)
+func clauseCorrupt(c *suite.C) {
+	rw, ok := c.Harness().(driver.RawAppender)
 	if !ok {
-		c.Skipf("the harness has no raw-write hook for this backend")
+		c.Skipf("the harness has no raw-write hook (driver.RawAppender) for this backend")
+	}
+	cr, ok := c.Harness().(suite.CorruptReporter)
+	if !ok {
+		c.Skipf("the harness collects no corrupt-record reports (suite.CorruptReporter)")
 	}
 	s := c.Fresh("corrupt")
 	id := s.SessionID()
-	v := Numbered("v", 4)
+	v := numbered("v", 4)
 	raw := func(b string) {
 		c.Helper()
-		require.NoError(c, rw.AppendRaw(c.Context(), id, []byte(b)))
-	}
-	if err := rw.AppendRaw(c.Context(), c.ID("probe"), []byte("x")); errors.Is(err, session.ErrUnsupported) {
-		c.Skipf("the store cannot write raw records: %v", err)
+		err := rw.AppendRaw(c.Context(), id, []byte(b))
+		if errors.Is(err, session.ErrUnsupported) {
+			c.Skipf("the store cannot write raw records: %v", err)
+		}
+		require.NoError(c, err)
 	}
 	add(c, s, v[:1])
 	raw("not json at all")
@@ -39,8 +42,8 @@ func clauseCorrupt(c *C) {
 	raw(`"a string"`)
 
 	requireItems(c, v, all(c, s), "corrupt records hide no valid item")
-	require.NotEmpty(c, rw.CorruptReports(id), "corrupt records are reported, never skipped silently")
-	for _, r := range rw.CorruptReports(id) {
+	require.NotEmpty(c, cr.CorruptReports(id), "corrupt records are reported, never skipped silently")
+	for _, r := range cr.CorruptReports(id) {
 		require.Equal(c, id, r.SessionID, "a report names its session")
 		require.NotEmpty(c, r.Position, "a report names the record's position")
 	}
@@ -59,4 +62,11 @@ func clauseCorrupt(c *C) {
 	require.True(c, ok)
 	require.Equal(c, v[2].String(), it.String())
 	requireItems(c, v[:2], all(c, s), "no other valid item disappeared")
+
+	// Clear removes the corrupt records too: a check leaves nothing behind.
+	require.NoError(c, s.Clear(c.Context()))
+	seen := len(cr.CorruptReports(id))
+	add(c, s, v[:1])
+	requireItems(c, v[:1], all(c, s), "a cleared session holds only what came after")
+	require.Len(c, cr.CorruptReports(id), seen, "clear removed every corrupt record: reading reports none")
 }

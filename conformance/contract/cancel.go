@@ -1,4 +1,4 @@
-package conformance
+package contract
 
 import (
 	"context"
@@ -6,16 +6,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentsessions/sessions/conformance/suite"
 	"github.com/agentsessions/sessions/session"
 )
 
-func init() {
-	register(clause{"cancel/before-call", GroupBase, 0, clauseCancelled})
-}
-
-func clauseCancelled(c *C) {
+func clauseCancelled(c *suite.C) {
 	s := c.Fresh("cancel")
-	add(c, s, Numbered("keep", 2))
+	add(c, s, numbered("keep", 2))
 	ctx, cancel := context.WithCancel(c.Context())
 	cancel()
 	check := func(op string, err error) {
@@ -23,7 +20,7 @@ func clauseCancelled(c *C) {
 		require.Error(c, err, "%s with a cancelled context must fail", op)
 		require.True(c, errors.Is(err, context.Canceled), "%s: want context.Canceled, got %v", op, err)
 	}
-	check("AddItems", s.AddItems(ctx, Numbered("lost", 3)))
+	check("AddItems", s.AddItems(ctx, numbered("lost", 3)))
 	_, err := s.Items(ctx)
 	check("Items", err)
 	_, _, err = s.PopItem(ctx)
@@ -32,7 +29,7 @@ func clauseCancelled(c *C) {
 	_, err = session.Latest(ctx, s, 1)
 	check("Latest", err)
 	if r, ok := s.(session.Replacer); ok {
-		check("ReplaceItems", r.ReplaceItems(ctx, Numbered("lost", 1)))
+		check("ReplaceItems", r.ReplaceItems(ctx, numbered("lost", 1)))
 	}
-	requireItems(c, Numbered("keep", 2), all(c, s), "cancelled calls wrote nothing")
+	requireItems(c, numbered("keep", 2), all(c, s), "cancelled calls wrote nothing")
 }

@@ -1,4 +1,4 @@
-package conformance
+package heldwrite
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentsessions/sessions/conformance/suite"
 	"github.com/agentsessions/sessions/history"
 	"github.com/agentsessions/sessions/runstate"
 	"github.com/agentsessions/sessions/session"
@@ -358,9 +359,9 @@ func (l *loop) finish(items []session.Item, responseID, final string) error {
 	a := l.in.agent
 	s := l.s()
 	if s == nil {
-		err := l.cp.DiscardHeldAfter(l.ctx, runstate.DiscardDetachedCompletion, func(context.Context) error { return l.guardrails() })
+		err := l.cp.DiscardHeldAfter(l.ctx, func(context.Context) error { return l.guardrails() })
 		if errors.Is(err, errTripwire) {
-			l.cp.DiscardHeld(runstate.DiscardTripwire)
+			l.cp.DiscardHeld()
 		}
 		if err != nil {
 			return err
@@ -369,7 +370,7 @@ func (l *loop) finish(items []session.Item, responseID, final string) error {
 	} else {
 		if err := l.guardrails(); err != nil {
 			if errors.Is(err, errTripwire) {
-				l.cp.DiscardHeld(runstate.DiscardTripwire)
+				l.cp.DiscardHeld()
 			}
 			return err
 		}
@@ -377,7 +378,7 @@ func (l *loop) finish(items []session.Item, responseID, final string) error {
 		if l.cp.HasHeld() {
 			held := l.cp.TakeHeld()
 			rest := items[min(l.cp.PersistedCount, len(items)):]
-			if _, _, err := l.cp.SaveResumedTurn(l.ctx, s, runstate.ResumedTurn{Items: rest, Held: held, Policy: a.policy, ResponseID: responseID, Store: a.store}); err != nil {
+			if _, err := l.cp.SaveResumedTurn(l.ctx, s, runstate.ResumedTurn{Items: rest, Held: held, Policy: a.policy, ResponseID: responseID, Store: a.store}); err != nil {
 				return err
 			}
 		} else if _, err := l.cp.Save(l.ctx, s, runstate.SaveArgs{NewItems: items, Slice: true, Policy: a.policy, ResponseID: responseID, Store: a.store}); err != nil {
@@ -396,7 +397,7 @@ func (l *loop) maxTurns() error {
 		return errMaxTurns
 	}
 	output, verr := h()
-	if err := l.cp.DiscardHeldAfter(l.ctx, runstate.DiscardMaxTurnsCompletion, func(context.Context) error { return verr }); err != nil {
+	if err := l.cp.DiscardHeldAfter(l.ctx, func(context.Context) error { return verr }); err != nil {
 		return err
 	}
 	l.cp.SetStep(runstate.StepFinalOutput)
@@ -474,7 +475,7 @@ func (l *loop) resolve() error {
 		}
 		if s != nil {
 			held := l.cp.TakeHeld()
-			_, _, err := l.cp.SaveResumedTurn(l.ctx, s, runstate.ResumedTurn{Items: resolved, Held: held, Policy: a.policy, ResponseID: td.ResponseID, Store: a.store})
+			_, err := l.cp.SaveResumedTurn(l.ctx, s, runstate.ResumedTurn{Items: resolved, Held: held, Policy: a.policy, ResponseID: td.ResponseID, Store: a.store})
 			return err
 		}
 		return nil
@@ -507,7 +508,7 @@ func (l *loop) exit(s session.Session, resolved []session.Item, responseID strin
 		_, err := l.cp.Save(l.ctx, s, runstate.SaveArgs{Input: held, NewItems: resolved, Policy: a.policy, ResponseID: responseID, Store: a.store})
 		return err
 	}
-	_, _, err := l.cp.SaveResumedTurn(l.ctx, s, runstate.ResumedTurn{Items: resolved, Held: held, Policy: a.policy, ResponseID: responseID, Store: a.store})
+	_, err := l.cp.SaveResumedTurn(l.ctx, s, runstate.ResumedTurn{Items: resolved, Held: held, Policy: a.policy, ResponseID: responseID, Store: a.store})
 	return err
 }
 
@@ -535,7 +536,7 @@ func (l *loop) finishResumed(td turnData, resolved []session.Item, final string)
 		// The blocked outcome is decided: discard the batch, persist only
 		// the sanitised rebuild.
 		l.cp.SetStep(runstate.StepFinalOutput)
-		l.cp.DiscardHeld(runstate.DiscardTripwire)
+		l.cp.DiscardHeld()
 		if s != nil {
 			if _, err := l.cp.Save(l.ctx, s, runstate.SaveArgs{NewItems: sanitized(td), Slice: true, Policy: a.policy, ResponseID: td.ResponseID, Store: a.store}); err != nil {
 				return err
@@ -544,7 +545,7 @@ func (l *loop) finishResumed(td turnData, resolved []session.Item, final string)
 		return gerr
 	}
 	if s == nil {
-		if err := l.cp.DiscardHeldAfter(l.ctx, runstate.DiscardDetachedCompletion, func(context.Context) error { return gerr }); err != nil {
+		if err := l.cp.DiscardHeldAfter(l.ctx, func(context.Context) error { return gerr }); err != nil {
 			// The tools ran and their outputs are folded into the batch:
 			// a retry continues with the model, never re-runs a tool.
 			l.cp.SetStep(runstate.StepRunAgain)
@@ -565,7 +566,7 @@ func (l *loop) finishResumed(td turnData, resolved []session.Item, final string)
 	}
 	// A guardrail crash still claims and persists the parked pair.
 	held := l.cp.TakeHeld()
-	if _, _, err := l.cp.SaveResumedTurn(l.ctx, s, runstate.ResumedTurn{Items: items, Held: held, Policy: a.policy, ResponseID: td.ResponseID, Store: a.store}); err != nil {
+	if _, err := l.cp.SaveResumedTurn(l.ctx, s, runstate.ResumedTurn{Items: items, Held: held, Policy: a.policy, ResponseID: td.ResponseID, Store: a.store}); err != nil {
 		return err
 	}
 	if gerr != nil {
@@ -673,7 +674,7 @@ const (
 
 // sc is one scenario run in one mode.
 type sc struct {
-	*C
+	*suite.C
 	mode scMode
 }
 
@@ -735,7 +736,7 @@ func requireHistory(t require.TestingT, ctx context.Context, s session.Session, 
 	}
 	got, err := session.All(ctx, s)
 	require.NoError(t, err)
-	require.Equal(t, texts(want), texts(got), msgAndArgs...)
+	require.Equal(t, suite.Texts(want), suite.Texts(got), msgAndArgs...)
 	assertPaired(t, got)
 }
 
@@ -770,14 +771,14 @@ func requireHeld(t require.TestingT, cp *runstate.Checkpoint, items []session.It
 	require.NotNil(t, cp.Pending, "%s: a held record must stand", what)
 	require.True(t, cp.Pending.Held, "%s: the record must be held", what)
 	require.Nil(t, cp.Pending.Before, "%s: a held record has no before digests", what)
-	require.Equal(t, texts(items), texts(cp.Pending.Items), "%s: held batch", what)
+	require.Equal(t, suite.Texts(items), suite.Texts(cp.Pending.Items), "%s: held batch", what)
 }
 
 // requireOrdinary asserts an ordinary record standing with exactly items.
 func requireOrdinary(t require.TestingT, cp *runstate.Checkpoint, items []session.Item, what string) {
 	require.NotNil(t, cp.Pending, "%s: an ordinary record must stand", what)
 	require.False(t, cp.Pending.Held, "%s: the record must be ordinary", what)
-	require.Equal(t, texts(items), texts(cp.Pending.Items), "%s: recorded batch", what)
+	require.Equal(t, suite.Texts(items), suite.Texts(cp.Pending.Items), "%s: recorded batch", what)
 }
 
 // Registration.
@@ -793,8 +794,8 @@ func registerScenarios(list ...scenario) {
 	for _, s := range list {
 		for _, m := range []scMode{modeLive, modeJSON} {
 			s, m := s, m
-			name := "runstate/" + s.name + "/" + string(m)
-			register(clause{name, GroupRunState, 0, func(c *C) { s.run(&sc{C: c, mode: m}) }})
+			name := "held-write/" + s.name + "/" + string(m)
+			register(suite.Clause{Name: name, Group: Group, Run: func(c *suite.C) { s.run(&sc{C: c, mode: m}) }})
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package conformance
+package contract
 
 import (
 	"fmt"
@@ -8,12 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentsessions/sessions/conformance/suite"
 	"github.com/agentsessions/sessions/session"
 )
-
-func init() {
-	register(clause{"concurrency/two-handles", GroupBase, 0, clauseConcurrentWriters})
-}
 
 // Concurrency shape: two handles × 8 goroutines × 100 batches of 5.
 const (
@@ -23,7 +20,7 @@ const (
 	concBatchSize  = 5
 )
 
-func clauseConcurrentWriters(c *C) {
+func clauseConcurrentWriters(c *suite.C) {
 	id := c.ID("conc")
 	handles := []session.Session{c.Open(id), c.OpenPeer(id)}
 	var wg sync.WaitGroup
@@ -75,7 +72,7 @@ type concKey struct {
 	b, i int
 }
 
-func parseConc(c *C, it session.Item) concKey {
+func parseConc(c *suite.C, it session.Item) concKey {
 	c.Helper()
 	w, _ := it.StringField("w")
 	b, _ := it.Field("b")
