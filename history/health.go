@@ -33,28 +33,34 @@ type Problem struct {
 // MCP approval requests without a response are not problems: they wait for
 // a human.
 func Diagnose(items []session.Item) []Problem {
+	return diagnose(factsOf(items))
+}
+
+func diagnose(facts []facts) []Problem {
 	var out []Problem
 	called := map[PairKey]int{} // call key -> index of the call
 	answered := map[PairKey]bool{}
-	for i, it := range items {
-		if k, ok := CallKey(it); ok {
-			called[k] = i
+	for i, f := range facts {
+		if f.call {
+			if f.hasID {
+				called[f.key] = i
+			}
 			continue
 		}
-		if k, ok := AnsweredKey(it); ok {
+		if f.answers {
 			switch {
-			case !hasKey(called, k):
-				out = append(out, Problem{i, ProblemOrphanOutput, k})
-			case answered[k]:
-				out = append(out, Problem{i, ProblemDuplicateOutput, k})
+			case !hasKey(called, f.key):
+				out = append(out, Problem{i, ProblemOrphanOutput, f.key})
+			case answered[f.key]:
+				out = append(out, Problem{i, ProblemDuplicateOutput, f.key})
 			default:
-				answered[k] = true
+				answered[f.key] = true
 			}
 		}
 	}
-	for i, it := range items {
-		if k, ok := CallKey(it); ok && k.Type != TypeMCPApprovalRequest && !answered[k] && called[k] == i {
-			out = append(out, Problem{i, ProblemUnansweredCall, k})
+	for i, f := range facts {
+		if f.call && f.hasID && f.key.Type != TypeMCPApprovalRequest && !answered[f.key] && called[f.key] == i {
+			out = append(out, Problem{i, ProblemUnansweredCall, f.key})
 		}
 	}
 	sortProblems(out)
@@ -76,25 +82,21 @@ func sortProblems(ps []Problem) {
 // unanswered calls and the reasoning items right before them; it also
 // returns the problems it removed.
 func RepairHistory(items []session.Item, dropUnanswered bool) ([]session.Item, []Problem) {
+	facts := factsOf(items)
 	drop := make([]bool, len(items))
 	var removed []Problem
-	for _, p := range Diagnose(items) {
+	for _, p := range diagnose(facts) {
 		if p.Kind.Severe() || dropUnanswered {
 			drop[p.Index] = true
 			removed = append(removed, p)
 		}
 	}
 	keep := make([]bool, len(items))
-	next := false
-	for i := len(items) - 1; i >= 0; i-- {
+	for i := range keep {
 		keep[i] = !drop[i]
-		if items[i].Type() == TypeReasoning {
-			if next && dropUnanswered {
-				keep[i] = false
-			}
-			continue
-		}
-		next = drop[i]
+	}
+	if dropUnanswered {
+		dropReasoning(facts, keep, func(i int) bool { return drop[i] })
 	}
 	return kept(items, keep), removed
 }

@@ -1,10 +1,6 @@
 package history
 
-import (
-	"encoding/json"
-
-	"github.com/agentsessions/sessions/session"
-)
+import "github.com/agentsessions/sessions/session"
 
 // callOutputTypes is the canonical call → output pairing of the Responses
 // API (the Python SDK's _TOOL_CALL_TO_OUTPUT_TYPE), stable across releases.
@@ -124,78 +120,132 @@ type PruneOptions struct {
 // here; with DropOrphanOutputs an approval response whose request is absent
 // is dropped.
 func PruneOrphans(items []session.Item, opts PruneOptions) []bool {
+	facts := factsOf(items)
 	keep := make([]bool, len(items))
 	outputs := make(map[PairKey]bool)
 	calls := make(map[PairKey]bool)
+	owned := make(map[string]int) // program call_id -> items it owns
 	anonOutputs := 0
-	for _, it := range items {
-		if k, ok := AnsweredKey(it); ok {
-			outputs[k] = true
-		} else if it.Type() == "tool_search_output" {
+	for _, f := range facts {
+		switch {
+		case f.answers:
+			outputs[f.key] = true
+		case f.typ == "tool_search_output":
 			anonOutputs++
-		}
-		if k, ok := CallKey(it); ok {
-			calls[k] = true
+		case f.call && f.hasID:
+			calls[f.key] = true
 		}
 	}
-	owner := make([]string, len(items))
 	var programs []int
-	for i, it := range items {
+	for i, f := range facts {
 		keep[i] = true
-		owner[i] = callerID(it)
 		eligible := opts.CallEligible == nil || opts.CallEligible(i)
-		t := it.Type()
-		if _, isCall := callOutputTypes[t]; isCall && eligible {
-			k, hasID := CallKey(it)
+		if f.tableCall && eligible {
 			switch {
-			case hasID && outputs[k]:
-			case t == "tool_search_call" && !hasID && anonOutputs > 0:
+			case f.hasID && outputs[f.key]:
+			case f.typ == "tool_search_call" && !f.hasID && anonOutputs > 0:
 				anonOutputs-- // matched positionally
-			case t == "program":
+			case f.typ == "program":
 				programs = append(programs, i) // decided below
-			case t == "shell_call" && owner[i] != "":
+			case f.typ == "shell_call" && f.owner != "":
 				// a pending hosted shell call inside a program
 			default:
 				keep[i] = false
 			}
 		}
-		if opts.DropOrphanOutputs {
-			if k, ok := AnsweredKey(it); ok && !calls[k] {
-				keep[i] = false
+		if opts.DropOrphanOutputs && f.answers && !calls[f.key] {
+			keep[i] = false
+		}
+	}
+	if len(programs) > 0 {
+		for j, f := range facts {
+			if f.owner != "" && keep[j] {
+				owned[f.owner]++
 			}
 		}
+	}
+	drop := func(j int) {
+		if keep[j] && facts[j].owner != "" {
+			owned[facts[j].owner]--
+		}
+		keep[j] = false
 	}
 	for _, p := range programs {
-		id := items[p].CallID()
-		active := false
-		for j := range items {
-			if j != p && keep[j] && id != "" && owner[j] == id {
-				active = true
-				break
-			}
+		id := facts[p].key.ID
+		active := owned[id]
+		if facts[p].owner == id && keep[p] {
+			active-- // a program does not keep itself alive
 		}
-		if active {
+		if id != "" && active > 0 {
 			continue
 		}
-		keep[p] = false
-		for j := range items {
-			if id != "" && owner[j] == id {
-				keep[j] = false
+		drop(p)
+		if id == "" {
+			continue
+		}
+		for j, f := range facts {
+			if f.owner == id {
+				drop(j)
 			}
 		}
 	}
-	// A reasoning item goes with the dropped item that follows it.
+	dropReasoning(facts, keep, func(i int) bool { return !keep[i] })
+	return keep
+}
+
+// facts is what pairing needs of one item, read once.
+type facts struct {
+	typ       string
+	key       PairKey // the call's own key, or the key of the call an output answers
+	hasID     bool    // key has a non-empty id
+	call      bool    // a call of the table or an MCP approval request
+	tableCall bool    // a call of the call/output table
+	answers   bool    // an output with a non-empty id
+	owner     string  // "caller"."caller_id", for items a program owns
+}
+
+// factsOf reads the facts of every item in one pass.
+func factsOf(items []session.Item) []facts {
+	out := make([]facts, len(items))
+	for i, it := range items {
+		f := &out[i]
+		f.typ = it.Type()
+		switch {
+		case f.typ == TypeMCPApprovalRequest:
+			f.call = true
+			f.key = PairKey{f.typ, it.ID()}
+		case f.typ == TypeMCPApprovalResponse:
+			id, _ := it.StringField("approval_request_id")
+			f.key = PairKey{TypeMCPApprovalRequest, id}
+			f.answers = id != ""
+		default:
+			if _, ok := callOutputTypes[f.typ]; ok {
+				f.call, f.tableCall = true, true
+				f.key = PairKey{f.typ, it.CallID()}
+			} else if c, ok := outputCallTypes[f.typ]; ok {
+				f.key = PairKey{c, it.CallID()}
+				f.answers = f.key.ID != ""
+			}
+		}
+		f.hasID = f.key.ID != ""
+		f.owner = callerID(it)
+	}
+	return out
+}
+
+// dropReasoning drops a reasoning item whose next non-reasoning item is
+// dropped.
+func dropReasoning(facts []facts, keep []bool, dropped func(i int) bool) {
 	nextDropped := false
-	for i := len(items) - 1; i >= 0; i-- {
-		if items[i].Type() == TypeReasoning {
+	for i := len(facts) - 1; i >= 0; i-- {
+		if facts[i].typ == TypeReasoning {
 			if nextDropped {
 				keep[i] = false
 			}
 			continue
 		}
-		nextDropped = !keep[i]
+		nextDropped = dropped(i)
 	}
-	return keep
 }
 
 // DropOrphanCalls returns the items that survive PruneOrphans with no
@@ -217,14 +267,13 @@ func kept(items []session.Item, keep []bool) []session.Item {
 
 func callerID(it session.Item) string {
 	raw, ok := it.Field("caller")
-	if !ok || len(raw) == 0 || raw[0] != '{' {
+	if !ok || raw[0] != '{' {
 		return ""
 	}
-	var c struct {
-		CallerID *string `json:"caller_id"`
-	}
-	if json.Unmarshal(raw, &c) != nil || c.CallerID == nil {
+	caller, err := session.NewItem(raw)
+	if err != nil {
 		return ""
 	}
-	return *c.CallerID
+	id, _ := caller.StringField("caller_id")
+	return id
 }

@@ -170,3 +170,13 @@ func newMem(t *testing.T) *memory.Session {
 	require.NoError(t, err)
 	return s
 }
+
+func TestPairingWithNonFiniteTokens(t *testing.T) {
+	items, err := session.Items(
+		`{"type":"function_call","score":NaN,"call_id":"a","arguments":"{}"}`,
+		`{"type":"function_call_output","output":[Infinity,-Infinity],"call_id":"a","caller":{"x":NaN,"caller_id":"p"}}`,
+	)
+	require.NoError(t, err)
+	require.Equal(t, []string{"function_call:a", "function_call_output:a"}, types(history.SafeWindow(items)))
+	require.Empty(t, history.Diagnose(items))
+}

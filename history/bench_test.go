@@ -1,0 +1,153 @@
+package history_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/agentsessions/sessions/adapters/memory"
+	"github.com/agentsessions/sessions/history"
+	"github.com/agentsessions/sessions/runstate"
+	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
+)
+
+// bigHistory returns the stored rows of a 3.2 MB history: 25 call/output
+// pairs, 50 items of about 64 KB each.
+func bigHistory() []string {
+	pad := strings.Repeat(`The quick brown fox jumps over the lazy dog; \"quoted\" 3.14 `, 1060)
+	rows := make([]string, 0, 50)
+	for i := range 25 {
+		rows = append(rows,
+			fmt.Sprintf(`{"type":"function_call","id":"fc_%d","call_id":"call_%d","name":"read_file","arguments":"{\"path\": \"%s\"}","status":"completed"}`, i, i, pad),
+			fmt.Sprintf(`{"type":"function_call_output","call_id":"call_%d","output":"%s"}`, i, pad))
+	}
+	return rows
+}
+
+func size(rows []string) int64 {
+	n := 0
+	for _, r := range rows {
+		n += len(r)
+	}
+	return int64(n)
+}
+
+// BenchmarkValidatePass is the floor: one validation pass over every row,
+// as an adapter's read does.
+func BenchmarkValidatePass(b *testing.B) {
+	rows := bigHistory()
+	b.SetBytes(size(rows))
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, r := range rows {
+			if _, err := driver.DecodeStoredString(r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkModelInputEquivalent is what ModelInput does over a backend:
+// decode (validate) every row, then SafeWindow.
+func BenchmarkModelInputEquivalent(b *testing.B) {
+	rows := bigHistory()
+	b.SetBytes(size(rows))
+	b.ReportAllocs()
+	items := make([]session.Item, len(rows))
+	for b.Loop() {
+		for i, r := range rows {
+			it, err := driver.DecodeStoredString(r)
+			if err != nil {
+				b.Fatal(err)
+			}
+			items[i] = it
+		}
+		if got := history.SafeWindow(items); len(got) != 50 {
+			b.Fatalf("kept %d", len(got))
+		}
+	}
+}
+
+// BenchmarkModelInputMemory is ModelInput itself over the memory adapter
+// (which copies and validates every stored record on read).
+func BenchmarkModelInputMemory(b *testing.B) {
+	ctx := context.Background()
+	s, err := memory.NewSession("s")
+	if err != nil {
+		b.Fatal(err)
+	}
+	rows := bigHistory()
+	items := make([]session.Item, len(rows))
+	for i, r := range rows {
+		items[i] = session.MustItem(r)
+	}
+	if err := s.AddItems(ctx, items); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(size(rows))
+	b.ReportAllocs()
+	for b.Loop() {
+		got, err := history.ModelInput(ctx, s, 50)
+		if err != nil || len(got) != 50 {
+			b.Fatal(len(got), err)
+		}
+	}
+}
+
+// BenchmarkSafeWindowOnly is the pruning alone over already decoded items.
+func BenchmarkSafeWindowOnly(b *testing.B) {
+	rows := bigHistory()
+	items := make([]session.Item, len(rows))
+	for i, r := range rows {
+		items[i] = session.MustItem(r)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if got := history.SafeWindow(items); len(got) != 50 {
+			b.Fatalf("kept %d", len(got))
+		}
+	}
+}
+
+// saveItems is a turn of 20 items: 8 call/output pairs and 4 messages.
+func saveItems() []session.Item {
+	var out []session.Item
+	for i := range 8 {
+		out = append(out,
+			session.MustItem(fmt.Sprintf(`{"type":"function_call","id":"fc_%d","call_id":"call_%d","name":"get_weather","arguments":"{\"location\": \"Paris, France\", \"unit\": \"celsius\"}","status":"completed"}`, i, i)),
+			session.MustItem(fmt.Sprintf(`{"type":"function_call_output","call_id":"call_%d","output":"{\"temperature\": 18, \"conditions\": \"clear\", \"wind\": \"5 km/h NW\"}"}`, i)))
+	}
+	for i := range 4 {
+		out = append(out, session.MustItem(fmt.Sprintf(`{"type":"message","id":"msg_%d","role":"assistant","status":"completed","content":[{"type":"output_text","text":"Paris is clear and 18 degrees today, reply %d.","annotations":[]}]}`, i, i)))
+	}
+	return out
+}
+
+// BenchmarkSave compares runstate's Save with Register against a plain
+// session.Append of the same 20 items, both into a fresh memory session.
+func BenchmarkSave(b *testing.B) {
+	ctx := context.Background()
+	batch := saveItems()
+	b.Run("append", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			s, _ := memory.NewSession("s")
+			if err := session.Append(ctx, s, batch); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("save-register", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			s, _ := memory.NewSession("s")
+			cp := runstate.New()
+			cp.SetStep(runstate.StepRunAgain)
+			if _, err := cp.Save(ctx, s, runstate.SaveArgs{NewItems: batch, Register: true}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
