@@ -8,46 +8,89 @@
 // A Checkpoint is loaded from a whole Python RunState JSON document with
 // Load and written back with MarshalJSON. Only the members this package
 // models are rewritten; every other member of the document (agents,
-// approvals, usage, trace, ...) is kept byte for byte in meaning and
-// written back unchanged, in Python's json.dumps(indent=2, sort_keys=True)
-// layout, so a Python-written checkpoint round-trips byte-identically.
-// Loading enforces every validation rule of the Python loader for the
-// pending write (semantics §3.2) through a per-label, per-variant key table
-// (Variants); each refusal is a *LoadError naming the rule that failed.
+// approvals, usage, trace, ...) is kept and written back unchanged, in
+// Python's json.dumps(indent=2, sort_keys=True) layout, so a
+// Python-written checkpoint round-trips byte-identically. Loading enforces
+// every validation rule of the Python loader for the pending write
+// (semantics §3.2) through a per-label, per-variant key table; each
+// refusal is a *LoadError naming the Rule that failed.
+//
+// # Labels
+//
+// MarshalJSON writes the lowest $schemaVersion that can carry what the
+// document holds, and never a label older than the one it was loaded with
+// (Checkpoint.Schema; 1.17 for New):
+//
+//   - no record and no terminal marker: the loaded label, unchanged (a
+//     1.15 document written back is 1.15, byte for byte);
+//   - an ordinary pending write or the terminal marker: at least 1.17, the
+//     label under which the held-write pull request's line (PR #4828)
+//     carries the four-key record;
+//   - a held record: at least 1.18, that line's label for it;
+//   - a record of a later variant (main-line compaction metadata, pending
+//     input, 1.19's current_response) keeps the label it was loaded under;
+//     a 1.19 document stays 1.19.
+//
+// Which Python SDK reads which output (semantics §3.1). The Python SDK's
+// main line, checked on 2026-12-03, writes 1.17 and its loader accepts
+// labels up to 1.17, where 1.17 means Docker container labels and no
+// pending write exists:
+//
+//   - a document labelled 1.17 or older without a record or marker: its
+//     label is one that SDK accepts; this package changes nothing else in
+//     it;
+//   - 1.17 with a four-key pending write or the terminal marker: read as
+//     such by the PR #4828 line, whose 1.17 is exactly that record. The
+//     main line accepts the label but has no pending_session_write, so
+//     what it does with the member is not established;
+//   - 1.18 with a held record: only the PR #4828 line (its reviewed head);
+//     no release carries it;
+//   - 1.18 and 1.19 documents loaded as such (held, compaction metadata,
+//     pending input, current_response) are written back under their own
+//     label: only the writers of those shapes read them, and a loader that
+//     stops at 1.17 refuses them, as it refused the originals.
 //
 // # The ordinary pending write
 //
 // A resumed turn's save registers its batch on the checkpoint before the
 // append (Save with Register, SaveResumedTurn), records digests of the
-// session tail just before appending (Before), and clears the record once
-// the append succeeded. If the process dies or the append fails, the record
-// rides the checkpoint; Resume, called at resume entry before any model call
-// or tool re-execution, decides from the session tail whether the append
-// committed (accept the lost acknowledgement) or not (append now), and
-// refuses with ErrCannotReconcile when the tail proves neither. The slot
-// holds one record: a second batch while one stands is ErrSlotOccupied.
+// session tail just before appending, and clears the record once the
+// append succeeded. If the process dies or the append fails, the record
+// rides the checkpoint; Resume, called at resume entry before any model
+// call or tool re-execution, decides from the session tail whether the
+// append committed (accept the lost acknowledgement) or not (append now),
+// and refuses with ErrCannotReconcile when the tail proves neither. The
+// slot holds one record: a second batch while one stands is
+// ErrSlotOccupied.
 //
 // # The held write
 //
 // When an interrupted turn's items are withheld from the Session because
 // output guardrails have not yet approved the response (ShouldDefer), Park
 // registers them as a held record: it touches only the checkpoint. The
-// held batch then either
+// held batch grows with the resumed turn's outputs as they commit
+// (ExtendHeld) or with a re-park (Park again), always as one canonical
+// batch, and leaves the checkpoint through exactly one exit:
 //
-//   - settles at resume entry (Resume) when the checkpoint is a run-again
-//     step and a session is attached;
-//   - grows with a detached resume's resolved items (ExtendHeld) or with a
-//     re-park (Park again), always as one canonical batch;
-//   - settles at a gate-legal exit of a later resume: TakeHeld claims it and
+//   - a gate-legal exit with a session attached: TakeHeld claims it and
 //     SaveResumedTurn lands it ahead of the resolved turn's items in one
 //     ordered append, registered as the ordinary pending write so a crash
 //     mid-settle is recovered;
-//   - or is discarded (DiscardHeld) when an output guardrail trips, when a
-//     detached run completes, or when a max-turns handler ends the run, each
-//     only once that exit succeeded (DiscardHeldAfter).
+//   - an exit without a session: HoldResumedTurn folds the resolved turn
+//     into the batch, which rides the checkpoint; the reattach (a run-again
+//     resume with the session) settles it at entry (Resume);
+//   - an output-guardrail tripwire: DiscardHeld, before the sanitised
+//     rebuild is saved;
+//   - a detached run's final output, or a max-turns handler's output:
+//     DiscardHeldAfter, which discards only once that exit succeeded.
 //
-// Held calls settle only when paired with their outputs (safeToSettle),
-// except calls whose approvals are still pending.
+// At both resumed-turn exits a handoff filter's view of the resolved items
+// (when not empty) withdraws the outputs folded this turn that it no longer
+// carries, each with its call: what the filter removed never reaches the
+// Session, attached or detached, live or through a stored checkpoint.
+// Held calls settle only when paired with their outputs, except calls
+// whose approvals are still pending. Example_heldWriteExits walks every
+// exit.
 //
 // A checkpoint whose run ended mid-settle of a final output carries a
 // record with a final-output step; such a document is refused on load on
@@ -56,13 +99,13 @@
 //
 // All Session access goes through the session package's fallbacks, so a
 // session without LatestReader is read fully and cut locally, and a
-// RunContextAware session receives the run context on every call.
+// RunContextAware session receives the run context on every call. A
+// Conversations-like session (session.IDInsensitive) has its items
+// sanitised and converted without a reasoning-id Policy, as Python does.
 //
 // # Driving it from an agent loop
 //
-// Items are Responses input items (session.Item); converting them means
-// applying the reasoning-id Policy and, for a Conversations-like session
-// (session.IDInsensitive), Sanitize. A loop calls, in order:
+// Items are Responses input items (session.Item). A loop calls, in order:
 //
 //	cp, err := runstate.Load(doc)          // or runstate.New()
 //	_, err = cp.Resume(ctx, s)             // before any model call or tool re-execution
@@ -70,9 +113,11 @@
 //	cp.StartTurn()                         // at each new turn
 //	cp.Save(ctx, s, SaveArgs{...})         // each completed turn (Slice: true)
 //	cp.Park(s, withheld, ParkOptions{...}) // an approval interruption under the gate
-//	cp.ExtendHeld(resolved)                // a detached resume's resolved items
-//	cp.SaveResumedTurn(ctx, s, ResumedTurn{Items: resolved, Held: cp.TakeHeld(), ...})
-//	cp.DiscardHeldAfter(ctx, reason, exit) // completions that end the run
+//	cp.ExtendHeld(outputs)                 // each tool output of a resumed turn, as it commits
+//	cp.SaveResumedTurn(ctx, s, ResumedTurn{Items: view, Held: cp.TakeHeld(), ...}) // exit, attached
+//	cp.HoldResumedTurn(view)               // exit, detached
+//	cp.DiscardHeld()                       // an output-guardrail tripwire
+//	cp.DiscardHeldAfter(ctx, exit)         // completions that end the run
 //	doc, err = cp.MarshalJSON()
 //
 // Items that rode a checkpoint come back with sorted keys (the document is

@@ -51,8 +51,9 @@ type PendingWrite struct {
 	heldKey bool   // "held": false was present
 }
 
-// Variant returns the name of the key-table row the record was loaded
-// under, or "" for a record made in this process.
+// Variant returns the shape the record was loaded as (VariantOrdinary,
+// VariantHeld, VariantCompaction or VariantPendingInput), or "" for a
+// record made in this process.
 func (w *PendingWrite) Variant() string { return w.variant }
 
 // clone returns a deep copy of w.

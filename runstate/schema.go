@@ -119,7 +119,8 @@ type keyRow struct {
 	Held           bool     // whether the row describes a held record
 }
 
-// Variant names.
+// The names PendingWrite.Variant returns: the rows of the pending-write
+// key table (semantics §3.1).
 const (
 	VariantOrdinary     = "ordinary"
 	VariantHeld         = "held"
@@ -151,7 +152,7 @@ var variants = []keyRow{
 		Optional:       []string{"held", "response_id", "store", "reasoning_item_id_policy", "current_response"}},
 }
 
-// Variants returns the pending-write key table, row by row.
+// keyTable returns a copy of the pending-write key table, row by row.
 func keyTable() []keyRow {
 	out := make([]keyRow, len(variants))
 	for i, v := range variants {
