@@ -272,7 +272,7 @@ func TestPythonHeldCheckpointSettles(t *testing.T) {
 		label   string // the label Go writes back
 	}{
 		{"features/v1_18_held_pending_session_write.json", "1.18"},
-		// A newer label than runstate.CurrentSchema is kept, never
+		// A newer label than the held record needs (1.18) is kept, never
 		// mislabelled as older.
 		{"features/v1_19_held_pending_session_write.json", "1.19"},
 	} {
@@ -375,7 +375,7 @@ func TestPython117OrdinarySettles(t *testing.T) {
 
 			written, err := cp.MarshalJSON()
 			require.NoError(t, err)
-			assertRewrite(t, original, written, "1.18", 2, true)
+			assertRewrite(t, original, written, "1.17", 2, true)
 			checkPythonKeyRules(t, written)
 			_, err = runstate.Load(written)
 			require.NoError(t, err)
@@ -412,7 +412,8 @@ func healInserts(t *testing.T, st *sqlite.Store) {
 
 // TestPythonFailedSettleLeavesLoadableRecord: when the settle's append
 // fails, the checkpoint Go writes still carries the batch, as an ordinary
-// 1.18 record with the key set Python's loader accepts; a later resume
+// record under the document's own label with the key set Python's loader
+// accepts; a later resume
 // (a new process loading that checkpoint) settles it exactly once.
 func TestPythonFailedSettleLeavesLoadableRecord(t *testing.T) {
 	m := loadManifest(t)
@@ -424,11 +425,12 @@ func TestPythonFailedSettleLeavesLoadableRecord(t *testing.T) {
 		count      int // current_turn_persisted_item_count written while the record stands
 		before     []string
 		appended   []string
+		label      string // the label Go writes: the document's own
 	}{
 		{"v1_18_held_pending_session_write", runstateFixture(t, "features/v1_18_held_pending_session_write.json"),
-			"session-118", 0, []string{m.Digests["user_118"]}, []string{heldCall, heldOutput}},
+			"session-118", 0, []string{m.Digests["user_118"]}, []string{heldCall, heldOutput}, "1.18"},
 		{"v1_17_ordinary_unattempted", readFixture(t, filepath.Join(pyDir, "v1_17_ordinary_unattempted.json")),
-			"session-117", 1, m.Before117, []string{compact(t, `{"call_id":"call_117","output":"sunny, 21\u00b0C","type":"function_call_output"}`)}},
+			"session-117", 1, m.Before117, []string{compact(t, `{"call_id":"call_117","output":"sunny, 21\u00b0C","type":"function_call_output"}`)}, "1.17"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cp, err := runstate.Load(tc.checkpoint)
@@ -449,7 +451,7 @@ func TestPythonFailedSettleLeavesLoadableRecord(t *testing.T) {
 
 			written, err := cp.MarshalJSON()
 			require.NoError(t, err)
-			assertRewrite(t, tc.checkpoint, written, "1.18", tc.count, false)
+			assertRewrite(t, tc.checkpoint, written, tc.label, tc.count, false)
 			checkPythonKeyRules(t, written)
 			w := members(t, members(t, written)["pending_session_write"])
 			assert.Equal(t, []string{"before", "items", "persisted_count", "session_id"}, keys(w))
@@ -474,7 +476,7 @@ func TestPythonFailedSettleLeavesLoadableRecord(t *testing.T) {
 // TestPython117ForeignWriteRefused: a history that changed after Python
 // recorded its tail (another writer appended) proves neither outcome; the
 // settle refuses, writes nothing, and the written checkpoint keeps the
-// Python record unchanged under the 1.18 label.
+// Python record unchanged under its 1.17 label.
 func TestPython117ForeignWriteRefused(t *testing.T) {
 	m := loadManifest(t)
 	ctx := context.Background()
@@ -494,7 +496,7 @@ func TestPython117ForeignWriteRefused(t *testing.T) {
 
 	written, err := cp.MarshalJSON()
 	require.NoError(t, err)
-	assertRewrite(t, original, written, "1.18", 1, false)
+	assertRewrite(t, original, written, "1.17", 1, false)
 	checkPythonKeyRules(t, written)
 	jsonEqual(t, members(t, original)["pending_session_write"], members(t, written)["pending_session_write"],
 		"the Python record is written back unchanged")
