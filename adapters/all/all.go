@@ -10,6 +10,7 @@ package all
 import (
 	_ "github.com/agentsessions/sessions/adapters/memory"
 	_ "github.com/agentsessions/sessions/adapters/mongo"
+	_ "github.com/agentsessions/sessions/adapters/postgres"
 	_ "github.com/agentsessions/sessions/adapters/redis"
 	_ "github.com/agentsessions/sessions/adapters/sqlite"
 )

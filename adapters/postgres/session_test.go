@@ -1,0 +1,441 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentsessions/sessions/conformance"
+	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
+)
+
+func item(s string) session.Item { return session.MustItem(s) }
+
+func strs(items []session.Item) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = it.String()
+	}
+	return out
+}
+
+func numbered(tag string, from, to int) []session.Item {
+	var out []session.Item
+	for i := from; i < to; i++ {
+		out = append(out, item(fmt.Sprintf(`{"n":"%s-%d"}`, tag, i)))
+	}
+	return out
+}
+
+// rawRows returns message_data of the session's rows, by id, read with SQL.
+func rawRows(t *testing.T, st *Store, id string) []string {
+	t.Helper()
+	rows, err := st.Pool().Query(context.Background(),
+		`SELECT message_data FROM `+st.q.messages+` WHERE session_id = $1 ORDER BY id`, storedID(id))
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		require.NoError(t, rows.Scan(&s))
+		out = append(out, s)
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// TestPopConcurrent pops one session empty from 2 Stores (2 pools, as 2
+// processes) x 8 goroutines: every item is popped exactly once, and each
+// goroutine sees its pops newest first.
+func TestPopConcurrent(t *testing.T) {
+	ctx := context.Background()
+	schema := freshSchema(t)
+	a := openStore(t, Options{Schema: schema})
+	b := openStore(t, Options{Schema: schema})
+	const n = 400
+	s, err := a.Session("pops")
+	require.NoError(t, err)
+	want := numbered("p", 0, n)
+	require.NoError(t, s.AddItems(ctx, want))
+
+	index := map[string]int{}
+	for i, it := range want {
+		index[it.String()] = i
+	}
+	var (
+		mu     sync.Mutex
+		popped = map[string]int{}
+		wg     sync.WaitGroup
+		errs   = make(chan error, 16)
+	)
+	for g := range 16 {
+		st := a
+		if g%2 == 1 {
+			st = b
+		}
+		wg.Go(func() {
+			h, err := st.Session("pops")
+			if err != nil {
+				errs <- err
+				return
+			}
+			last := n
+			for {
+				it, ok, err := h.PopItem(ctx)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if !ok {
+					return
+				}
+				i, known := index[it.String()]
+				if !known {
+					errs <- fmt.Errorf("popped an unknown item %s", it)
+					return
+				}
+				if i >= last {
+					errs <- fmt.Errorf("goroutine %d popped %d after %d: not the newest", g, i, last)
+					return
+				}
+				last = i
+				mu.Lock()
+				popped[it.String()]++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	require.Len(t, popped, n, "every item popped")
+	for k, c := range popped {
+		require.Equal(t, 1, c, "%s popped %d times", k, c)
+	}
+	got, err := s.Items(ctx)
+	require.NoError(t, err)
+	require.Empty(t, got)
+}
+
+// TestPopConcurrentWithAppends pops while another Store appends: nothing
+// popped twice, nothing lost (popped + left = appended).
+func TestPopConcurrentWithAppends(t *testing.T) {
+	ctx := context.Background()
+	schema := freshSchema(t)
+	a := openStore(t, Options{Schema: schema})
+	b := openStore(t, Options{Schema: schema})
+	s, _ := a.Session("mixed")
+	p, _ := b.Session("mixed")
+	var wg sync.WaitGroup
+	var popped []string
+	var perr, aerr error
+	wg.Go(func() {
+		for b := range 100 {
+			if aerr = s.AddItems(ctx, numbered(fmt.Sprint("b", b), 0, 3)); aerr != nil {
+				return
+			}
+		}
+	})
+	wg.Go(func() {
+		for range 150 {
+			it, ok, err := p.PopItem(ctx)
+			if err != nil {
+				perr = err
+				return
+			}
+			if ok {
+				popped = append(popped, it.String())
+			}
+		}
+	})
+	wg.Wait()
+	require.NoError(t, aerr)
+	require.NoError(t, perr)
+	left, err := s.Items(ctx)
+	require.NoError(t, err)
+	all := append(strs(left), popped...)
+	require.Len(t, all, 300)
+	seen := map[string]bool{}
+	for _, x := range all {
+		require.False(t, seen[x], "%s twice", x)
+		seen[x] = true
+	}
+}
+
+// TestPopCorruptNewest: corrupt rows above the newest valid item are
+// reported and stay; only valid items are popped.
+func TestPopCorruptNewest(t *testing.T) {
+	ctx := context.Background()
+	c := &conformance.Collector{}
+	st := openStore(t, Options{OnCorrupt: c.Handler()})
+	s, err := st.Session("corrupt-top")
+	require.NoError(t, err)
+	v := numbered("v", 0, 3)
+	require.NoError(t, s.AddItems(ctx, v[:1]))
+	require.NoError(t, st.AppendRaw(ctx, s.id, []byte("middle garbage")))
+	require.NoError(t, s.AddItems(ctx, v[1:3]))
+	require.NoError(t, st.AppendRaw(ctx, s.id, []byte(`[1,2]`)))
+	require.NoError(t, st.AppendRaw(ctx, s.id, []byte(`{"cut":`)))
+	for i := 6; i < 12; i++ { // more corrupt rows than the first window
+		require.NoError(t, st.AppendRaw(ctx, s.id, []byte(fmt.Sprint("junk ", i))))
+	}
+
+	for _, want := range []session.Item{v[2], v[1], v[0]} {
+		before := len(c.Reports(s.id))
+		it, ok, err := s.PopItem(ctx)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, want.String(), it.String())
+		require.Greater(t, len(c.Reports(s.id)), before, "a pop past corrupt rows reports them")
+	}
+	_, ok, err := s.PopItem(ctx)
+	require.NoError(t, err)
+	require.False(t, ok, "only corrupt rows left: nothing to pop")
+
+	left := rawRows(t, st, s.id)
+	require.Len(t, left, 9, "no corrupt row was deleted")
+	require.Equal(t, "middle garbage", left[0])
+	require.Equal(t, `[1,2]`, left[1])
+	for _, r := range c.Reports(s.id) {
+		require.True(t, strings.HasPrefix(r.Position, "id="), r.Position)
+		require.ErrorIs(t, r.Err, session.ErrCorruptRecord)
+		require.NotEmpty(t, r.Raw)
+	}
+	got, err := s.Items(ctx)
+	require.NoError(t, err)
+	require.Empty(t, got)
+}
+
+// TestLatestCorruptWindows: latest-N counts valid items only, however many
+// corrupt rows sit among the newest.
+func TestLatestCorruptWindows(t *testing.T) {
+	ctx := context.Background()
+	c := &conformance.Collector{}
+	st := openStore(t, Options{OnCorrupt: c.Handler()})
+	s, _ := st.Session("latest-corrupt")
+	v := numbered("v", 0, 10)
+	require.NoError(t, s.AddItems(ctx, v[:5]))
+	for i := range 20 {
+		require.NoError(t, st.AppendRaw(ctx, s.id, []byte(fmt.Sprint("bad ", i))))
+	}
+	require.NoError(t, s.AddItems(ctx, v[5:]))
+	for n := 1; n <= 12; n++ {
+		got, err := s.LatestItems(ctx, n)
+		require.NoError(t, err)
+		require.Equal(t, strs(v[max(0, 10-n):]), strs(got), "latest %d", n)
+	}
+	require.NotEmpty(t, c.Reports(s.id))
+}
+
+// TestLatestUsesIndex: in a table of many small sessions and one large
+// one, the latest-N and pop statements on the large one walk the
+// (session_id, id) index backwards, with no sort: their cost follows N,
+// not the history. So do their generic plans (what a prepared statement
+// may switch to after five runs), which know no session's size.
+func TestLatestUsesIndex(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, Options{})
+	for _, q := range []string{
+		`INSERT INTO ` + st.q.sessions + ` (session_id) SELECT 's' || g FROM generate_series(1, 500) AS g`,
+		// The large session's rows are the oldest: a walk down the
+		// primary key from the newest row would cross every other row.
+		`INSERT INTO ` + st.q.messages + ` (session_id, message_data) SELECT 's7', '{}' FROM generate_series(1, 1000) AS g`,
+		`INSERT INTO ` + st.q.messages + ` (session_id, message_data) SELECT 's' || (g % 500 + 1), '{}' FROM generate_series(1, 20000) AS g`,
+		`ANALYZE ` + st.q.messages,
+	} {
+		_, err := st.Pool().Exec(ctx, q)
+		require.NoError(t, err)
+	}
+	c, err := st.Pool().Acquire(ctx)
+	require.NoError(t, err)
+	defer c.Release()
+	explain := func(q string) string {
+		rows, err := c.Query(ctx, q)
+		require.NoError(t, err)
+		var plan []string
+		for rows.Next() {
+			var line string
+			require.NoError(t, rows.Scan(&line))
+			plan = append(plan, line)
+		}
+		require.NoError(t, rows.Err())
+		return strings.Join(plan, "\n")
+	}
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		_, err := c.Exec(ctx, `SET plan_cache_mode = `+mode)
+		require.NoError(t, err)
+		_, err = c.Exec(ctx, `PREPARE latest_n(text, bigint, bigint) AS `+st.q.latest)
+		require.NoError(t, err)
+		_, err = c.Exec(ctx, `PREPARE pop_1(text) AS `+st.q.pop)
+		require.NoError(t, err)
+		for _, text := range []string{
+			explain(`EXPLAIN EXECUTE latest_n('s7', 4611686018427387904, 50)`),
+			explain(`EXPLAIN EXECUTE pop_1('s7')`),
+		} {
+			require.Contains(t, text, "Scan Backward using "+st.q.idIndex, "%s:\n%s", mode, text)
+			require.NotContains(t, text, "Sort", "%s:\n%s", mode, text)
+		}
+		_, err = c.Exec(ctx, `DEALLOCATE latest_n`)
+		require.NoError(t, err)
+		_, err = c.Exec(ctx, `DEALLOCATE pop_1`)
+		require.NoError(t, err)
+	}
+	_, err = c.Exec(ctx, `RESET plan_cache_mode`)
+	require.NoError(t, err)
+}
+
+// TestHostileIDsStored: an id PostgreSQL cannot store as text gets an
+// escaped form of its own, and ListSessions gives the caller's id back.
+func TestHostileIDsStored(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, Options{})
+	ids := []string{"a\x00b", "a", "\xff\xfe", escapedPrefix + "61", "a\x00", escapedPrefix, "plain ' OR 1=1 --"}
+	for i, id := range ids {
+		s, err := st.Session(id)
+		require.NoError(t, err)
+		require.NoError(t, s.AddItems(ctx, numbered(fmt.Sprint(i), 0, 1)))
+	}
+	for i, id := range ids {
+		s, _ := st.Session(id)
+		got, err := s.Items(ctx)
+		require.NoError(t, err)
+		require.Equal(t, strs(numbered(fmt.Sprint(i), 0, 1)), strs(got), "%q", id)
+	}
+	list, err := st.ListSessions(ctx)
+	require.NoError(t, err)
+	slices.Sort(list)
+	want := slices.Clone(ids)
+	slices.Sort(want)
+	require.Equal(t, want, list)
+	require.Equal(t, "a", storedID("a"), "a storable id is stored as it is")
+	_, err = st.Session("")
+	require.ErrorIs(t, err, session.ErrInvalidSessionID)
+}
+
+func TestOptions(t *testing.T) {
+	ctx := context.Background()
+	url := serverURL(t)
+	for _, o := range []Options{
+		{SessionsTable: "bad name"},
+		{MessagesTable: "x; DROP TABLE y"},
+		{MessagesTable: strings.Repeat("m", 47)},
+		{SessionsTable: strings.Repeat("s", 64)},
+		{Schema: "1abc"},
+		{SessionsTable: "same", MessagesTable: "same"},
+		{SessionsTable: "Same", MessagesTable: "same"},
+		{SessionsTable: `a"b`},
+	} {
+		_, err := Open(ctx, url, o)
+		require.ErrorIs(t, err, ErrInvalidOptions, "%+v", o)
+	}
+	_, err := OpenPool(ctx, nil, Options{})
+	require.ErrorIs(t, err, ErrInvalidOptions)
+
+	// Keywords and mixed case are fine: names are quoted.
+	st := openStore(t, Options{SessionsTable: "select", MessagesTable: "Order"})
+	s, err := st.Session("k")
+	require.NoError(t, err)
+	require.NoError(t, s.AddItems(ctx, numbered("k", 0, 2)))
+	got, err := s.LatestItems(ctx, 1)
+	require.NoError(t, err)
+	require.Equal(t, strs(numbered("k", 1, 2)), strs(got))
+
+	// SkipCreateTables on an empty schema: the tables must exist.
+	_, err = Open(ctx, url, Options{Schema: freshSchema(t), SkipCreateTables: true})
+	require.ErrorIs(t, err, ErrNoSchema)
+	// ...and opens tables that do.
+	ro, err := Open(ctx, url, Options{Schema: st.opts.Schema, SessionsTable: "select", MessagesTable: "Order", SkipCreateTables: true})
+	require.NoError(t, err)
+	defer ro.Close()
+	rs, _ := ro.Session("k")
+	got, err = rs.Items(ctx)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+}
+
+func TestClosed(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, Options{})
+	s, err := st.Session("c")
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+	require.NoError(t, st.Close(), "Close is idempotent")
+	_, err = st.Session("c")
+	require.ErrorIs(t, err, session.ErrClosed)
+	require.ErrorIs(t, s.AddItems(ctx, numbered("c", 0, 1)), session.ErrClosed)
+	_, err = s.Items(ctx)
+	require.ErrorIs(t, err, session.ErrClosed)
+	_, _, err = s.PopItem(ctx)
+	require.ErrorIs(t, err, session.ErrClosed)
+	require.ErrorIs(t, s.Clear(ctx), session.ErrClosed)
+	require.ErrorIs(t, st.AppendRaw(ctx, "c", []byte("x")), session.ErrClosed)
+}
+
+// TestOpenPoolNotOwned: a Store on the caller's pool leaves it open.
+func TestOpenPoolNotOwned(t *testing.T) {
+	ctx := context.Background()
+	owner := openStore(t, Options{})
+	st, err := OpenPool(ctx, owner.Pool(), Options{Schema: owner.opts.Schema})
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+	require.NoError(t, owner.Pool().Ping(ctx), "the caller's pool is still open")
+}
+
+// TestReplaceAtomicToReaders: a reader running beside replaces sees either
+// the whole old history or the whole new one, never a mix or a gap.
+func TestReplaceAtomicToReaders(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, Options{})
+	s, _ := st.Session("r")
+	x, y := numbered("x", 0, 20), numbered("y", 0, 7)
+	require.NoError(t, s.AddItems(ctx, x))
+	done := make(chan struct{})
+	var rerr error
+	go func() {
+		defer close(done)
+		for range 200 {
+			got, err := s.Items(ctx)
+			if err != nil {
+				rerr = err
+				return
+			}
+			if g := strs(got); !slices.Equal(g, strs(x)) && !slices.Equal(g, strs(y)) {
+				rerr = fmt.Errorf("a reader saw %d items: neither history", len(g))
+				return
+			}
+		}
+	}()
+	for i := range 100 {
+		h := x
+		if i%2 == 0 {
+			h = y
+		}
+		require.NoError(t, s.ReplaceItems(ctx, h))
+	}
+	<-done
+	require.NoError(t, rerr)
+}
+
+// TestCorruptReportsOnlyValid checks the decoder on a rejected batch:
+// nothing written.
+func TestRejectedBatchWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, Options{})
+	s, _ := st.Session("rej")
+	err := s.AddItems(ctx, []session.Item{item(`{"a":1}`), {}})
+	require.True(t, errors.Is(err, session.ErrInvalidItem), "%v", err)
+	require.Empty(t, rawRows(t, st, "rej"))
+	var ie *session.ItemError
+	require.ErrorAs(t, err, &ie)
+	require.Equal(t, 1, ie.Index)
+	_ = driver.CorruptRecord{}
+}

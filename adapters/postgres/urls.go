@@ -1,0 +1,90 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentsessions/sessions/adapters"
+)
+
+// Schemes are the URL schemes of PostgreSQL stores (see package adapters).
+var Schemes = []string{"postgres", "postgresql"}
+
+// urlOptions are the query options the adapter takes; every other option
+// is pgx's or pgxpool's own (sslmode, connect_timeout, pool_max_conns,
+// application_name, …), validated by pgx or, for a server setting, by the
+// server when pgx connects.
+var urlOptions = []string{"schema", "sessions_table", "messages_table"}
+
+func init() {
+	for _, s := range Schemes {
+		adapters.Register(s, URLOpener{})
+	}
+}
+
+// URLOpener opens postgres:// and postgresql:// URLs, in pgx's forms:
+//
+//	postgres://[user[:password]@]host[:port][,host2[:port2]…]/database[?option=value&…]
+//
+// Options: schema (Options.Schema, default none: the search_path),
+// sessions_table (Options.SessionsTable, default agent_sessions) and
+// messages_table (Options.MessagesTable, default agent_messages); the rest
+// go to pgx. With adapters.Options.ReadOnly nothing is created
+// (Options.SkipCreateTables): the tables must exist.
+type URLOpener struct{}
+
+// OpenStoreURL connects to the database u names.
+func (URLOpener) OpenStoreURL(ctx context.Context, u *url.URL, o adapters.Options) (adapters.Store, error) {
+	q, err := adapters.ParsePassthroughQuery(u, urlOptions...)
+	if err != nil {
+		return nil, err
+	}
+	opts := Options{
+		Schema:           q.Get("schema"),
+		SessionsTable:    q.Get("sessions_table"),
+		MessagesTable:    q.Get("messages_table"),
+		OnCorrupt:        o.OnCorrupt,
+		SkipCreateTables: o.ReadOnly,
+	}
+	if _, err := opts.withDefaults(); err != nil {
+		return nil, fmt.Errorf("%w: %w", adapters.ErrInvalidDSN, err)
+	}
+	dsn := q.DriverURL(u)
+	if _, err := pgxpool.ParseConfig(dsn); err != nil {
+		// pgx masks the password in its parse errors.
+		return nil, fmt.Errorf("%w: %w", adapters.ErrInvalidDSN, err)
+	}
+	st, err := Open(ctx, dsn, opts)
+	if errors.Is(err, ErrInvalidOptions) {
+		return nil, fmt.Errorf("%w: %w", adapters.ErrInvalidDSN, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	base, err := adapters.NewStore(st.Session, st.Close)
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	return &urlStore{Store: base, st: st}, nil
+}
+
+// urlStore is a Store opened from a URL.
+type urlStore struct {
+	adapters.Store
+	st *Store
+}
+
+// ListSessions lists the sessions that hold items.
+func (s *urlStore) ListSessions(ctx context.Context) ([]string, error) {
+	return s.st.ListSessions(ctx)
+}
+
+// AppendRaw stores raw, unvalidated, as the next row of session id.
+func (s *urlStore) AppendRaw(ctx context.Context, id string, raw []byte) error {
+	return s.st.AppendRaw(ctx, id, raw)
+}
