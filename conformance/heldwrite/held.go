@@ -462,9 +462,11 @@ func scGateOffReinterruption(x *sc) {
 }
 
 func scEntrySettleFiltered(x *sc) {
-	// A detached resume of the partial-filter handoff folds the batch, an
-	// after-turn cancel leaves run-again, and the reattach settles at entry:
-	// carried history settles whole, every call paired.
+	// A detached resume of the partial-filter handoff folds the batch and
+	// applies the filter's view at its exit, an after-turn cancel leaves
+	// run-again, and the reattach settles at entry: the output the filter
+	// removed stays out and takes its call with it, as attached
+	// (filter-drop-takes-call).
 	s := x.Fresh("s")
 	a := deferring()
 	a.filter = dropParked2Output
@@ -475,7 +477,7 @@ func scEntrySettleFiltered(x *sc) {
 	require.Equal(x, runstate.StepRunAgain, out.cp.Step.Kind)
 	out = x.step(w, runIn{agent: a, s: s, cp: out.cp})
 	x.finished(out, "done")
-	x.history(s, items(uDo, cParked, cParked2, cHandoff, oParked2, oParked, oHandoff, mDone))
+	x.history(s, items(uDo, cParked, cHandoff, oParked, oHandoff, mDone))
 	requireRuns(x, w, map[string]int{idParked: 1, idParked2: 1})
 }
 

@@ -487,8 +487,9 @@ func (l *loop) resolve() error {
 		if err := l.exit(s, resolved, td.ResponseID); err != nil {
 			return err
 		}
-	} else if err := l.fold(resolved); err != nil {
-		// A detached exit folds the resolved items into the standing batch.
+	} else if err := l.holdExit(resolved); err != nil {
+		// A detached exit folds the resolved items into the standing batch
+		// and applies the filter's view to it.
 		return err
 	}
 	if l.in.cancelAfterTurn {
@@ -518,6 +519,16 @@ func (l *loop) fold(items []session.Item) error {
 		return nil
 	}
 	return l.cp.ExtendHeld(items)
+}
+
+// holdExit is a detached exit: the resolved turn (as the handoff filter
+// left it) goes into the standing batch, withdrawing what the filter
+// removed.
+func (l *loop) holdExit(resolved []session.Item) error {
+	if misused("no-fold") {
+		return nil
+	}
+	return l.cp.HoldResumedTurn(resolved)
 }
 
 // loopMisuse makes the loop misuse the runstate API on purpose, for the
