@@ -86,11 +86,11 @@ func newQueries(o Options) *queries {
 	SELECT $1, d FROM unnest($2::text[]) WITH ORDINALITY AS t(d, n) ORDER BY n`
 	q.insertOne = `INSERT INTO ` + m + ` (session_id, message_data) VALUES ($1, $2)`
 	q.items = `SELECT id, message_data FROM ` + m + ` WHERE session_id = $1 ORDER BY id`
-	q.latest = `SELECT id, message_data FROM ` + m + ` WHERE session_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3`
+	q.latest = `SELECT id, message_data FROM ` + m + ` WHERE session_id = $1 AND id < $2::bigint ORDER BY id DESC LIMIT $3`
 	q.latestLocked = q.latest + ` FOR UPDATE`
 	q.pop = `DELETE FROM ` + m + ` WHERE id = (SELECT id FROM ` + m + ` WHERE session_id = $1 ORDER BY id DESC LIMIT 1)
 	RETURNING id, message_data`
-	q.deleteID = `DELETE FROM ` + m + ` WHERE id = $1 AND session_id = $2 RETURNING id, message_data`
+	q.deleteID = `DELETE FROM ` + m + ` WHERE id = $1::bigint AND session_id = $2 RETURNING id, message_data`
 	q.exists = `SELECT EXISTS (SELECT 1 FROM ` + m + ` WHERE session_id = $1)`
 	q.clearMessages = `DELETE FROM ` + m + ` WHERE session_id = $1`
 	q.clearSession = `DELETE FROM ` + s + ` WHERE session_id = $1`
