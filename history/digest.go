@@ -26,8 +26,13 @@ var (
 // ignoreIDs), with sort_keys=True and Python's default separators and ASCII
 // escaping, byte for byte.
 func Fingerprint(it session.Item, ignoreIDs bool) (string, error) {
+	b, err := fingerprint(it, ignoreIDs)
+	return string(b), err
+}
+
+func fingerprint(it session.Item, ignoreIDs bool) ([]byte, error) {
 	if !it.Valid() {
-		return "", session.ErrInvalidItem
+		return nil, session.ErrInvalidItem
 	}
 	drop := dropMeta
 	if ignoreIDs {
@@ -35,23 +40,23 @@ func Fingerprint(it session.Item, ignoreIDs bool) (string, error) {
 	}
 	b, err := pyjson.Dumps(it.Bytes(), pyjson.Options{SortKeys: true, EnsureASCII: true, DropTopLevel: drop})
 	if err != nil {
-		return "", fmt.Errorf("history: fingerprint: %w", err)
+		return nil, fmt.Errorf("history: fingerprint: %w", err)
 	}
-	return string(b), nil
+	return b, nil
 }
 
 // Digest returns the hex SHA-256 of it's Fingerprint: the digest the Python
 // SDK records for pending Session writes.
 func Digest(it session.Item, ignoreIDs bool) (string, error) {
-	fp, err := Fingerprint(it, ignoreIDs)
+	fp, err := fingerprint(it, ignoreIDs)
 	if err != nil {
 		return "", err
 	}
-	sum := sha256.Sum256([]byte(fp))
+	sum := sha256.Sum256(fp)
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// Digests returns the Digest of each item.
+// Digests returns the Digest of each item, computing it once per item.
 func Digests(items []session.Item, ignoreIDs bool) ([]string, error) {
 	out := make([]string, len(items))
 	for i, it := range items {

@@ -143,15 +143,6 @@ var capabilityNames = []struct {
 // Capabilities is a set of capabilities.
 type Capabilities Capability
 
-// AllCapabilities lists every capability in a stable order.
-func AllCapabilities() []Capability {
-	out := make([]Capability, len(capabilityNames))
-	for i, n := range capabilityNames {
-		out[i] = n.c
-	}
-	return out
-}
-
 // Caps returns the set holding cs.
 func Caps(cs ...Capability) Capabilities {
 	var s Capabilities
@@ -195,16 +186,6 @@ func (c Capability) String() string {
 		}
 	}
 	return "unknown"
-}
-
-// ParseCapability returns the capability with the given name.
-func ParseCapability(name string) (Capability, bool) {
-	for _, n := range capabilityNames {
-		if n.name == name {
-			return n.c, true
-		}
-	}
-	return 0, false
 }
 
 // Probe reports which optional capabilities s implements.
