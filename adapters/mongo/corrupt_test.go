@@ -3,6 +3,7 @@ package mongo
 import (
 	"context"
 	"errors"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -110,13 +111,23 @@ func TestCorruptShapes(t *testing.T) {
 	}
 	rep.take()
 
-	popReports := 0
+	rawOfReports := func(reps []driver.CorruptRecord) []string {
+		var out []string
+		for _, r := range reps {
+			out = append(out, string(r.Raw))
+		}
+		sort.Strings(out)
+		return out
+	}
+	_, err = s.Items(ctx)
+	require.NoError(t, err)
+	before := rawOfReports(rep.take())
 	for i := 5; i >= 0; i-- {
 		it, ok, err := s.PopItem(ctx)
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.Equal(t, v[i].String(), it.String(), "pop returns the newest valid item")
-		popReports += len(rep.take())
+		require.NotEmpty(t, rep.take(), "the unreadable records above it are reported")
 		got, err := s.Items(ctx)
 		require.NoError(t, err)
 		require.Equal(t, texts(v[:i]), texts(got), "and takes nothing else valid")
@@ -125,11 +136,45 @@ func TestCorruptShapes(t *testing.T) {
 	_, ok, err := s.PopItem(ctx)
 	require.NoError(t, err)
 	require.False(t, ok)
-	require.Equal(t, bad, popReports, "every corrupt record a pop removes is reported, once")
-	n, err := st.messages.CountDocuments(ctx, bson.D{byID("corrupt"),
-		{Key: fMessageData, Value: bson.D{{Key: "$ne", Value: bson.A{}}}}})
+	require.Len(t, rep.take(), bad, "a pop that finds no readable item reports every unreadable one")
+	_, err = s.Items(ctx)
 	require.NoError(t, err)
-	require.Zero(t, n, "the pops removed every record, corrupt ones included")
+	require.Equal(t, before, rawOfReports(rep.take()), "every unreadable record is kept, byte for byte")
+}
+
+// TestPopKeepsUnreadableRecordsAbove: an unreadable record above the
+// newest readable item, in its own batch or in a newer document, is
+// reported and kept byte for byte; the pop takes the item below it.
+func TestPopKeepsUnreadableRecordsAbove(t *testing.T) {
+	ctx := context.Background()
+	var rep reports
+	st := newTestStore(t, Options{OnCorrupt: rep.handler()})
+	r := rawOf(t, st)
+	s := mustSession(t, st, "above")
+	v := numbered("v", 4)
+	require.NoError(t, s.AddItems(ctx, v[:2]))
+	insertData(t, st, "above", bson.A{v[2].String(), "{not json", v[3].String(), `{"a":`})
+	insertData(t, st, "above", bson.Binary{Subtype: 0x80, Data: []byte{0xff, 0x00, 'x'}})
+	docsBefore := r.messageDocs("above")
+
+	for _, want := range []session.Item{v[3], v[2], v[1], v[0]} {
+		it, ok, err := s.PopItem(ctx)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, want.String(), it.String())
+		reps := rep.take()
+		require.NotEmpty(t, reps, "the records above are reported")
+	}
+	_, ok, err := s.PopItem(ctx)
+	require.NoError(t, err)
+	require.False(t, ok)
+	rep.take()
+
+	docsAfter := r.messageDocs("above")
+	last := func(docs []bson.M) bson.M { return docs[len(docs)-1] }
+	require.Equal(t, last(docsBefore)[fMessageData], last(docsAfter)[fMessageData], "a newer unreadable document is untouched")
+	require.Equal(t, bson.A{"{not json", `{"a":`}, docsAfter[len(docsAfter)-2][fMessageData],
+		"unreadable elements of the batch stay, in order, byte for byte")
 }
 
 func TestBatchSizeLimit(t *testing.T) {

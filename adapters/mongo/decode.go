@@ -28,6 +28,10 @@ type messageDoc struct {
 	genOK  bool  // false when generation holds something that is not an integer
 	data   bson.RawValue
 	vals   []bson.RawValue // array elements, once split
+	// stamped is true when expires_at is a BSON date (the only type a TTL
+	// index acts on); expiresAt is then its value in Unix milliseconds.
+	stamped   bool
+	expiresAt int64
 }
 
 // errNotDocument reports bytes that are not a valid BSON document.
@@ -47,6 +51,9 @@ func parseMessageDoc(raw bson.Raw) (messageDoc, error) {
 	d.genOK = true
 	if v, err := raw.LookupErr(fMsgGeneration); err == nil && v.Type != bson.TypeNull {
 		d.gen, d.genOK = integer(v)
+	}
+	if v, err := raw.LookupErr(fExpiresAt); err == nil {
+		d.expiresAt, d.stamped = v.DateTimeOK()
 	}
 	d.data, _ = raw.LookupErr(fMessageData)
 	if arr, ok := d.data.ArrayOK(); ok {

@@ -18,15 +18,17 @@ const (
 	fCreatedAt = "created_at" // both collections
 	fUpdatedAt = "updated_at" // session documents
 
-	fSeq        = "_seq"        // session: the last sequence number reserved
+	fSeq        = "_seq"        // session: how many seqs were ever reserved (the next batch starts there)
 	fGeneration = "_generation" // session: the current generation
 
 	fBaseGeneration   = "_base_generation"   // session (ours): the generation a replace installed
 	fBaseSeq          = "_base_seq"          // session (ours): the seq of that replace's batch
 	fExpiresAt        = "expires_at"         // both (ours): session expiry / message purge time
 	fMessagesExpireAt = "messages_expire_at" // session (ours): a lower bound of its messages' expires_at
+	fPurgeBy          = "_purge_by"          // session (ours): an upper bound of every expires_at ever stamped on its messages
+	fExpiredThrough   = "_expired_through"   // session (ours): stamped messages with expires_at up to this are expired for good
 
-	fMsgSeq        = "seq"          // message: the batch's last sequence number
+	fMsgSeq        = "seq"          // message: the 0-based position of the batch's last item
 	fMsgGeneration = "generation"   // message: the generation it belongs to
 	fMessageData   = "message_data" // message: array of item JSON strings (legacy: one string)
 )
@@ -39,6 +41,8 @@ type sessionDoc struct {
 	BaseSeq          int64      `bson:"_base_seq"`
 	ExpiresAt        *time.Time `bson:"expires_at,omitempty"`
 	MessagesExpireAt *time.Time `bson:"messages_expire_at,omitempty"`
+	PurgeBy          *time.Time `bson:"_purge_by,omitempty"`
+	ExpiredThrough   *time.Time `bson:"_expired_through,omitempty"`
 }
 
 // sessionProjection names the fields of sessionDoc.
@@ -50,6 +54,8 @@ var sessionProjection = bson.D{
 	{Key: fBaseSeq, Value: 1},
 	{Key: fExpiresAt, Value: 1},
 	{Key: fMessagesExpireAt, Value: 1},
+	{Key: fPurgeBy, Value: 1},
+	{Key: fExpiredThrough, Value: 1},
 }
 
 // messageProjection names the fields of a message document the adapter
@@ -58,6 +64,7 @@ var messageProjection = bson.D{
 	{Key: fMsgSeq, Value: 1},
 	{Key: fMsgGeneration, Value: 1},
 	{Key: fMessageData, Value: 1},
+	{Key: fExpiresAt, Value: 1},
 }
 
 // expired reports whether the session document's expiry has passed. A
@@ -65,6 +72,46 @@ var messageProjection = bson.D{
 func (d *sessionDoc) expired(now time.Time) bool {
 	return d.ExpiresAt != nil && !now.Before(*d.ExpiresAt)
 }
+
+// hides reports whether expiry hides message document d (see "Expiry" in
+// the package documentation): only a document stamped with a BSON date
+// expires_at is ever hidden, because only such a document is deleted by
+// the TTL index (or by the next write, on a server without one); a document
+// without one (every document the Python SDK writes, until a write of this
+// package stamps it) is never hidden by an expiry.
+func (d *sessionDoc) hides(m *messageDoc, now time.Time) bool {
+	if !m.stamped {
+		return false
+	}
+	if d.expired(now) {
+		return true
+	}
+	return d.ExpiredThrough != nil && m.expiresAt <= d.ExpiredThrough.UnixMilli()
+}
+
+// expiredThrough returns the bound a restart of this expired session
+// hides stamped documents up to: _purge_by, or, for a session last written
+// by an older release of this package (which stamped no bound), its expiry
+// plus an hour, the most those releases stamped beyond it.
+func (d *sessionDoc) expiredThrough() time.Time {
+	t := d.ExpiresAt.Add(legacyMaxSlack)
+	if d.PurgeBy != nil {
+		t = *d.PurgeBy
+	}
+	if d.ExpiredThrough != nil && d.ExpiredThrough.After(t) {
+		t = *d.ExpiredThrough
+	}
+	return t
+}
+
+// legacyMaxSlack is the most an older release stamped a message's
+// expires_at beyond its session's.
+const legacyMaxSlack = time.Hour
+
+// batchSeq returns the seq of a batch reserved by the update that returned
+// d: as the Python SDK numbers it, the 0-based position of its last item,
+// which is _seq after the $inc, minus one.
+func (d *sessionDoc) batchSeq() int64 { return d.Seq - 1 }
 
 // base returns the seq of the batch that installed the current generation
 // by a replace, if it did.

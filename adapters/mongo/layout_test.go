@@ -108,10 +108,10 @@ func TestLayoutIsPythons(t *testing.T) {
 	for i, want := range []struct {
 		seq   int64
 		items []session.Item
-	}{{2, a}, {5, b}} {
+	}{{1, a}, {4, b}} {
 		d := docs[i]
 		require.Equal(t, "py", d[fSessionID])
-		require.Equal(t, want.seq, d[fMsgSeq], "seq is the batch's last reserved seq")
+		require.Equal(t, want.seq, d[fMsgSeq], "seq is the 0-based position of the batch's last item, as Python numbers it")
 		require.Equal(t, int64(0), d[fMsgGeneration])
 		require.IsType(t, bson.DateTime(0), d[fCreatedAt])
 		var got []string
@@ -132,6 +132,10 @@ func TestLayoutIsPythons(t *testing.T) {
 	}
 	require.Contains(t, idx, "session_id_1_seq_1")
 	require.Contains(t, idx, "session_id_1_generation_1_seq_1")
+	for name, sp := range idx {
+		u, _ := sp["unique"].(bool)
+		require.False(t, u, "index %s of the messages is not unique: no Python write may fail on it", name)
+	}
 	cur, err = st.sessions.Indexes().List(ctx)
 	require.NoError(t, err)
 	specs = nil
@@ -163,7 +167,7 @@ func TestPythonWrittenDocuments(t *testing.T) {
 		bson.D{{Key: fSessionID, Value: "legacy"}, {Key: fMsgSeq, Value: int32(0)}, {Key: fMessageData, Value: legacy[0]}},
 		bson.D{{Key: fSessionID, Value: "legacy"}, {Key: fMsgSeq, Value: int32(1)}, {Key: fMessageData, Value: legacy[1]}},
 		bson.D{{Key: fSessionID, Value: "legacy"}, {Key: fMsgSeq, Value: int32(2)}, {Key: fMessageData, Value: legacy[2]}},
-		bson.D{{Key: fSessionID, Value: "legacy"}, {Key: fMsgSeq, Value: int32(5)}, {Key: fMsgGeneration, Value: int32(0)},
+		bson.D{{Key: fSessionID, Value: "legacy"}, {Key: fMsgSeq, Value: int32(4)}, {Key: fMsgGeneration, Value: int32(0)},
 			{Key: fMessageData, Value: bson.A{batch[0], batch[1]}}, {Key: fCreatedAt, Value: now}},
 	)
 	s := mustSession(t, st, "legacy")
@@ -180,7 +184,7 @@ func TestPythonWrittenDocuments(t *testing.T) {
 
 	require.NoError(t, s.AddItems(ctx, numbered("new", 2)))
 	docs := r.messageDocs("legacy")
-	require.Equal(t, int64(7), docs[len(docs)-1][fMsgSeq], "new batches continue the Python counter")
+	require.Equal(t, int64(6), docs[len(docs)-1][fMsgSeq], "new batches continue the Python counter")
 
 	for i := range 2 {
 		it, ok, err := s.PopItem(ctx)
@@ -223,7 +227,7 @@ func TestClearBumpsTheGenerationAndCollects(t *testing.T) {
 	require.EqualValues(t, 7, sd[fSeq], "and reserves one seq, for its marker")
 	docs := r.messageDocs("clear")
 	require.Len(t, docs, 1, "older documents are deleted")
-	require.EqualValues(t, 7, docs[0][fMsgSeq])
+	require.EqualValues(t, 6, docs[0][fMsgSeq], "the marker sits at the seq it reserved")
 	require.EqualValues(t, 1, docs[0][fMsgGeneration])
 	require.Empty(t, docs[0][fMessageData], "the marker holds no item")
 	require.Nil(t, r.pythonRead("clear"))
@@ -253,7 +257,7 @@ func TestReplaceLayout(t *testing.T) {
 	require.Equal(t, sd[fBaseSeq], docs[0][fMsgSeq])
 	require.Equal(t, gen, docs[0][fMsgGeneration])
 	require.Len(t, docs[0][fMessageData], 2)
-	require.Equal(t, sd[fSeq], docs[1][fMsgSeq])
+	require.Equal(t, sd[fSeq].(int64)-1, docs[1][fMsgSeq])
 	require.Empty(t, docs[1][fMessageData])
 	require.Equal(t, texts(numbered("new", 2)), r.pythonRead("replace"))
 }
@@ -357,6 +361,11 @@ func TestExistingIndexesAndData(t *testing.T) {
 				Keys: bson.D{{Key: fSessionID, Value: 1}, {Key: fMsgSeq, Value: 1}}})
 			require.NoError(t, err)
 		}},
+		{"a unique {session_id, seq} index of an older release", func(t *testing.T, st *Store) {
+			_, err := st.messages.Indexes().CreateOne(ctx, mongodrv.IndexModel{
+				Keys: bson.D{{Key: fSessionID, Value: 1}, {Key: fMsgSeq, Value: 1}}, Options: options.Index().SetUnique(true)})
+			require.NoError(t, err)
+		}},
 		{"documents sharing a seq", func(t *testing.T, st *Store) {
 			r := rawOf(t, st)
 			r.insert(st.messages,
@@ -372,6 +381,10 @@ func TestExistingIndexesAndData(t *testing.T) {
 			got, err := s.Items(ctx)
 			require.NoError(t, err)
 			require.Len(t, got, 2)
+			// A Python write at a seq a document already holds succeeds.
+			_, err = st.messages.InsertOne(ctx, bson.D{{Key: fSessionID, Value: "existing"}, {Key: fMsgSeq, Value: int64(1)},
+				{Key: fMsgGeneration, Value: int64(0)}, {Key: fMessageData, Value: bson.A{`{"dup":1}`}}})
+			require.NoError(t, err, "no index refuses a Python write")
 		})
 	}
 }

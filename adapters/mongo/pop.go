@@ -6,27 +6,33 @@ import (
 	"fmt"
 	"time"
 
+	"slices"
+	"strconv"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 	mongodrv "go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
-// codeTypeMismatch is the server's error code for $pop on a field that is
-// not an array.
-const codeTypeMismatch = 14
-
-// PopItem removes and returns the newest item: it pops the last element of
-// the newest non-empty message document of the current generation, with
-// one atomic update that returns the document as it was. An emptied
-// document stays as a marker, deleted by the next transition. Two round
-// trips: the session document (for the generation), then the pop.
+// PopItem removes and returns the newest item. It reads the session
+// document (the generation), then the newest non-empty message documents
+// of that generation, and walks their records from the newest back to the
+// first one it can read; it then removes exactly that record with one
+// update conditioned on the document being as it was read (a $pop of the
+// last element, or, below records it cannot read, a $set of the array
+// without it), and returns it. Three round trips; a lost condition (a
+// concurrent pop) starts over.
 //
-// A corrupt newest record is removed, reported through OnCorrupt, and the
-// pop continues with the next record. A legacy per-item document (its
-// message_data a string) is deleted whole, since it holds one item.
-// It returns ok == false and no error when the session is empty.
+// A record it cannot read is never removed: it is reported through
+// OnCorrupt and kept byte for byte, and the pop takes the newest readable
+// item below it. An emptied batch document stays as a marker, deleted by
+// the next transition (the Python SDK's pop deletes markers too). A legacy
+// per-item document (its message_data a string) is deleted whole, since it
+// holds one item. It returns ok == false and no error when the session
+// holds no readable item.
 func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 	if err := s.check(ctx); err != nil {
 		return session.Item{}, false, err
@@ -41,125 +47,202 @@ func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 	return it, ok, nil
 }
 
+// maxPopConflicts bounds the retries of a pop whose conditional update
+// found the document changed by a concurrent pop.
+const maxPopConflicts = 64
+
 func (s *Session) pop(ctx context.Context) (session.Item, bool, error) {
-	sd, now, err := s.sessionForWrite(ctx)
+	sd, now, err := s.liveForWrite(ctx)
 	if err != nil || sd == nil {
 		return session.Item{}, false, err
 	}
-	defer s.afterWrite(ctx, sd, now)
-	gen := sd.Generation
-	for unsettled := 0; unsettled < maxUnsettled; {
-		filter := bson.D{
-			byID(s.id),
-			generationIs(fMsgGeneration, gen),
-			{Key: fMessageData, Value: bson.D{{Key: "$ne", Value: bson.A{}}}},
+	if !sd.expired(now) {
+		// (Stamping an expired session's documents would hide them.)
+		defer s.afterWrite(ctx, sd, now)
+	}
+	w := popWindow
+	for unsettled, conflicts := 0, 0; unsettled < maxUnsettled && conflicts < maxPopConflicts; {
+		docs, err := s.loadGeneration(ctx, sd.Generation, w)
+		if err != nil {
+			return session.Item{}, false, err
 		}
-		var raw bson.Raw
-		err := s.st.messages.FindOneAndUpdate(ctx, filter,
-			bson.D{{Key: "$pop", Value: bson.D{{Key: fMessageData, Value: 1}}}},
-			options.FindOneAndUpdate().
-				SetSort(bson.D{{Key: fMsgSeq, Value: -1}}).
-				SetReturnDocument(options.Before),
-		).Decode(&raw)
-		switch {
-		case errors.Is(err, mongodrv.ErrNoDocuments):
+		d, j, bad := newestReadable(docs, sd, s.st.now(), s.id)
+		if d == nil {
+			if len(docs) == w {
+				w = nextWindow(w)
+				continue
+			}
 			// Empty, unless a replace switched generations since the
 			// session document was read: look again.
 			sd2, err := s.loadSession(ctx)
 			if err != nil {
 				return session.Item{}, false, err
 			}
-			if sd2 == nil || sd2.expired(s.st.now()) || sd2.Generation == gen {
+			if sd2 == nil || sd2.Generation == sd.Generation {
+				s.report(ctx, bad)
 				return session.Item{}, false, nil
 			}
-			gen = sd2.Generation
+			sd = sd2
 			unsettled++
 			continue
-		case isTypeMismatch(err):
-			// The newest document's message_data is not an array: a legacy
-			// per-item document or a corrupt one.
-			it, ok, err := s.popWhole(ctx, filter)
-			if err != nil || ok {
-				return it, ok, err
-			}
-			continue
-		case err != nil:
-			return session.Item{}, false, err
 		}
-		d, err := parseMessageDoc(raw)
+		taken, err := s.take(ctx, d, j)
 		if err != nil {
 			return session.Item{}, false, err
 		}
-		if !d.isArray() {
-			// $pop left a document without message_data alone: it is one
-			// corrupt record; delete it and go on.
-			if deleted, err := s.deleteExact(ctx, d, bson.D{{Key: "$exists", Value: false}}); err != nil {
+		if !taken {
+			conflicts++
+			if err := backoff(ctx, conflicts); err != nil {
 				return session.Item{}, false, err
-			} else if deleted {
-				_, c := d.record(s.id, -1)
-				s.st.opts.OnCorrupt.Report(ctx, *c)
 			}
 			continue
 		}
-		last := d.records() - 1
-		it, c := d.record(s.id, last)
-		if c == nil {
-			return it, true, nil
-		}
-		s.st.opts.OnCorrupt.Report(ctx, *c)
+		s.report(ctx, bad)
+		it, _ := d.record(s.id, j)
+		return it, true, nil
 	}
 	return session.Item{}, false, errUnsettled
 }
 
-// popWhole removes the newest document matching filter when its
-// message_data is not an array: a valid legacy item is returned; anything
-// else is reported as corrupt. ok is false when the caller should go on.
-func (s *Session) popWhole(ctx context.Context, filter bson.D) (session.Item, bool, error) {
-	var raw bson.Raw
-	err := s.st.messages.FindOne(ctx, filter,
-		options.FindOne().SetSort(bson.D{{Key: fMsgSeq, Value: -1}}).SetProjection(messageProjection),
-	).Decode(&raw)
-	if errors.Is(err, mongodrv.ErrNoDocuments) {
-		return session.Item{}, false, nil
+// popWindow is how many message documents a pop reads at first.
+const popWindow = 2
+
+// report hands corrupt-record reports to the Store's handler.
+func (s *Session) report(ctx context.Context, bad []driver.CorruptRecord) {
+	for i := range bad {
+		s.st.opts.OnCorrupt.Report(ctx, bad[i])
 	}
-	if err != nil {
-		return session.Item{}, false, err
-	}
-	d, err := parseMessageDoc(raw)
-	if err != nil {
-		return session.Item{}, false, err
-	}
-	if d.isArray() {
-		return session.Item{}, false, nil // changed meanwhile: pop it
-	}
-	// Delete the document only if message_data is still what was read, so
-	// that nothing else is ever deleted.
-	deleted, err := s.deleteExact(ctx, d, d.data)
-	if err != nil || !deleted {
-		return session.Item{}, false, err
-	}
-	it, c := d.record(s.id, -1)
-	if c != nil {
-		s.st.opts.OnCorrupt.Report(ctx, *c)
-		return session.Item{}, false, nil
-	}
-	return it, true, nil
 }
 
-// deleteExact deletes document d if its message_data still matches cond.
-func (s *Session) deleteExact(ctx context.Context, d messageDoc, cond any) (bool, error) {
+// newestReadable walks docs (newest first) of sd's generation, skipping
+// empty and hidden documents, from the newest record back, and returns the
+// document and record index of the first readable item (j is -1 for a
+// legacy per-item document), with the unreadable records above it. d is
+// nil when docs hold no readable item.
+func newestReadable(docs []messageDoc, sd *sessionDoc, now time.Time, sessionID string) (d *messageDoc, j int, bad []driver.CorruptRecord) {
+	for i := range docs {
+		m := &docs[i]
+		if !m.inGeneration(sd.Generation) || m.records() == 0 || sd.hides(m, now) {
+			continue
+		}
+		if !m.isArray() {
+			if _, c := m.record(sessionID, -1); c != nil {
+				bad = append(bad, *c)
+				continue
+			}
+			return m, -1, bad
+		}
+		for k := m.records() - 1; k >= 0; k-- {
+			if _, c := m.record(sessionID, k); c != nil {
+				bad = append(bad, *c)
+				continue
+			}
+			return m, k, bad
+		}
+	}
+	return nil, 0, bad
+}
+
+// take removes record j of d (j == -1: the whole legacy document) with
+// one update conditioned on d being as it was read, and reports whether
+// it did. Arrays only ever shrink (every writer inserts whole documents),
+// so an array of the length read whose element j is the one read is
+// unchanged.
+func (s *Session) take(ctx context.Context, d *messageDoc, j int) (bool, error) {
 	if d.id.Type == 0 {
 		return false, errors.New("a message document without _id")
 	}
-	res, err := s.st.messages.DeleteOne(ctx, bson.D{
-		{Key: "_id", Value: d.id},
-		byID(s.id),
-		{Key: fMessageData, Value: cond},
-	})
-	if err != nil {
-		return false, fmt.Errorf("delete a message document: %w", err)
+	var res *mongodrv.UpdateResult
+	var err error
+	switch {
+	case j < 0:
+		del, err := s.st.messages.DeleteOne(ctx, bson.D{
+			{Key: "_id", Value: d.id}, byID(s.id), {Key: fMessageData, Value: d.data},
+		})
+		if err != nil {
+			return false, fmt.Errorf("delete a legacy message document: %w", err)
+		}
+		return del.DeletedCount == 1, nil
+	case j == len(d.vals)-1:
+		res, err = s.st.messages.UpdateOne(ctx, bson.D{
+			{Key: "_id", Value: d.id},
+			byID(s.id),
+			{Key: fMessageData, Value: bson.D{{Key: "$size", Value: j + 1}}},
+			{Key: fMessageData + "." + strconv.Itoa(j), Value: d.vals[j]},
+		}, bson.D{{Key: "$pop", Value: bson.D{{Key: fMessageData, Value: 1}}}})
+	default:
+		// Unreadable records sit above the item: keep them, byte for
+		// byte, and take the item from below them.
+		kept := make(bson.A, 0, len(d.vals)-1)
+		for k, v := range d.vals {
+			if k != j {
+				kept = append(kept, v)
+			}
+		}
+		res, err = s.st.messages.UpdateOne(ctx, bson.D{
+			{Key: "_id", Value: d.id}, byID(s.id), {Key: fMessageData, Value: d.data},
+		}, bson.D{{Key: "$set", Value: bson.D{{Key: fMessageData, Value: kept}}}})
 	}
-	return res.DeletedCount == 1, nil
+	if err != nil {
+		return false, fmt.Errorf("pop from a message document: %w", err)
+	}
+	return res.MatchedCount == 1 && res.ModifiedCount == 1, nil
+}
+
+// loadGeneration reads the newest w non-empty message documents of
+// generation gen, newest first (the Python SDK's index serves it).
+func (s *Session) loadGeneration(ctx context.Context, gen int64, w int) ([]messageDoc, error) {
+	cur, err := s.st.messages.Find(ctx, bson.D{
+		byID(s.id),
+		generationIs(fMsgGeneration, gen),
+		{Key: fMessageData, Value: bson.D{{Key: "$ne", Value: bson.A{}}}},
+	}, options.Find().SetSort(bson.D{{Key: fMsgSeq, Value: -1}}).SetProjection(popProjection).SetLimit(int64(w)))
+	if err != nil {
+		return nil, fmt.Errorf("read message documents: %w", err)
+	}
+	defer func() { _ = cur.Close(context.WithoutCancel(ctx)) }()
+	var docs []messageDoc
+	for cur.Next(ctx) {
+		d, err := parseMessageDoc(slices.Clone(cur.Current))
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, d)
+	}
+	if err := cur.Err(); err != nil {
+		return nil, fmt.Errorf("read message documents: %w", err)
+	}
+	return docs, nil
+}
+
+// popProjection is messageProjection with _id, which a pop's condition
+// names.
+var popProjection = append(bson.D{{Key: "_id", Value: 1}}, messageProjection...)
+
+// liveForWrite returns the session document for a write that does not
+// reserve a seq (pop), refreshing its expiry if it has one and has not
+// expired. An expired session is returned as it is, not restarted: a pop
+// then sees only what the expiry does not hide (items the Python SDK wrote,
+// never stamped), and refreshes nothing. nil means no session document.
+func (s *Session) liveForWrite(ctx context.Context) (*sessionDoc, time.Time, error) {
+	for range maxReserveAttempts {
+		now := s.st.now()
+		if s.st.opts.TTL > 0 {
+			sd, now, err := s.sessionForWrite(ctx)
+			if err != nil || sd != nil {
+				return sd, now, err
+			}
+		}
+		sd, err := s.loadSession(ctx)
+		if err != nil || sd == nil {
+			return nil, now, err
+		}
+		if s.st.opts.TTL <= 0 || sd.expired(s.st.now()) {
+			return sd, now, nil
+		}
+		// Refreshed by someone else meanwhile: refresh it too.
+	}
+	return nil, time.Time{}, errors.New("read the session document: it kept changing")
 }
 
 // sessionForWrite returns the live session document for a write that
@@ -177,10 +260,13 @@ func (s *Session) sessionForWrite(ctx context.Context) (*sessionDoc, time.Time, 
 	var sd sessionDoc
 	err := s.st.sessions.FindOneAndUpdate(ctx,
 		bson.D{byID(s.id), liveClause(now)},
-		bson.D{{Key: "$set", Value: bson.D{
-			{Key: fUpdatedAt, Value: now},
-			{Key: fExpiresAt, Value: now.Add(s.st.opts.TTL)},
-		}}},
+		bson.D{
+			{Key: "$set", Value: bson.D{
+				{Key: fUpdatedAt, Value: now},
+				{Key: fExpiresAt, Value: now.Add(s.st.opts.TTL)},
+			}},
+			{Key: "$max", Value: bson.D{{Key: fPurgeBy, Value: s.st.messageExpiry(now)}}},
+		},
 		options.FindOneAndUpdate().SetReturnDocument(options.After),
 	).Decode(&sd)
 	if errors.Is(err, mongodrv.ErrNoDocuments) {
@@ -190,10 +276,4 @@ func (s *Session) sessionForWrite(ctx context.Context) (*sessionDoc, time.Time, 
 		return nil, now, fmt.Errorf("read the session document: %w", err)
 	}
 	return &sd, now, nil
-}
-
-// isTypeMismatch reports the server's refusal to $pop a non-array.
-func isTypeMismatch(err error) bool {
-	var se mongodrv.ServerError
-	return errors.As(err, &se) && se.HasErrorCode(codeTypeMismatch)
 }

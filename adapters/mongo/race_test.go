@@ -289,7 +289,7 @@ func TestReadOverlappingTheWorstMoments(t *testing.T) {
 				require.NoError(t, st.sessions.FindOneAndUpdate(ctx, bson.D{byID("half-clear")},
 					bson.D{{Key: "$inc", Value: bson.D{{Key: fGeneration, Value: int64(1)}, {Key: fSeq, Value: int64(1)}}}},
 					options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&sd))
-				require.NoError(t, s.insertBatch(ctx, sd.Seq, sd.Generation, nil, time.Now()))
+				require.NoError(t, s.insertBatch(ctx, &sd, sd.Generation, nil, time.Now()))
 				docs := r.messageDocs("half-clear")
 				for _, d := range docs[len(docs)-3 : len(docs)-1] {
 					_, err := st.messages.DeleteOne(ctx, bson.D{{Key: "_id", Value: d["_id"]}})

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	mongodrv "go.mongodb.org/mongo-driver/v2/mongo"
@@ -91,8 +92,7 @@ func (s *Session) read(ctx context.Context, n int) ([]session.Item, error) {
 		if err != nil {
 			return nil, err
 		}
-		now := s.st.now()
-		if sd == nil || sd.expired(now) {
+		if sd == nil {
 			return []session.Item{}, nil
 		}
 		if laterGeneration(docs, sd) {
@@ -100,7 +100,7 @@ func (s *Session) read(ctx context.Context, n int) ([]session.Item, error) {
 			if err != nil {
 				return nil, err
 			}
-			if sd2 == nil || sd2.expired(s.st.now()) {
+			if sd2 == nil {
 				return []session.Item{}, nil
 			}
 			if sd2.Generation != sd.Generation {
@@ -113,7 +113,7 @@ func (s *Session) read(ctx context.Context, n int) ([]session.Item, error) {
 			unsettled++
 			continue
 		}
-		items, bad, walked := collect(docs, sd.Generation, s.id, n)
+		items, bad, walked := collect(docs, sd, s.st.now(), s.id, n)
 		if n > 0 && len(items) < n && len(docs) == w {
 			w = nextWindow(w)
 			continue
@@ -123,7 +123,7 @@ func (s *Session) read(ctx context.Context, n int) ([]session.Item, error) {
 		}
 		s.noteSeq(sd.Seq)
 		if len(docs) > 0 && docs[0].hasSeq {
-			s.noteSeq(docs[0].seq)
+			s.noteSeq(docs[0].seq + 1)
 		}
 		if n > 0 {
 			s.st.est.observe(len(items)+len(bad), walked)
@@ -250,10 +250,11 @@ func (s *Session) loadMessages(ctx context.Context, w int) ([]messageDoc, error)
 }
 
 // laterGeneration reports whether docs hold a document reserved after sd
-// was read that belongs to another generation.
+// was read that belongs to another generation: a seq at or above sd's
+// _seq, the first position no reservation seen by sd handed out.
 func laterGeneration(docs []messageDoc, sd *sessionDoc) bool {
 	for i := range docs {
-		if docs[i].hasSeq && docs[i].seq > sd.Seq && !docs[i].inGeneration(sd.Generation) {
+		if docs[i].hasSeq && docs[i].seq >= sd.Seq && !docs[i].inGeneration(sd.Generation) {
 			return true
 		}
 	}
@@ -279,13 +280,14 @@ func baseMissing(docs []messageDoc, sd *sessionDoc, w int) bool {
 	return true
 }
 
-// collect walks docs (newest first) of generation g from the newest record
-// back, and returns up to n valid items (all when n < 0) newest first, the
-// corrupt records it passed, and how many non-empty documents it walked.
-func collect(docs []messageDoc, g int64, sessionID string, n int) (items []session.Item, bad []driver.CorruptRecord, walked int) {
+// collect walks docs (newest first) of sd's generation from the newest
+// record back, skipping documents an expiry hides, and returns up to n
+// valid items (all when n < 0) newest first, the corrupt records it
+// passed, and how many non-empty documents it walked.
+func collect(docs []messageDoc, sd *sessionDoc, now time.Time, sessionID string, n int) (items []session.Item, bad []driver.CorruptRecord, walked int) {
 	for i := range docs {
 		d := &docs[i]
-		if !d.inGeneration(g) || d.records() == 0 {
+		if !d.inGeneration(sd.Generation) || d.records() == 0 || sd.hides(d, now) {
 			continue
 		}
 		walked++

@@ -186,31 +186,13 @@ func (st *Store) ensureIndexes(ctx context.Context) error {
 	// createIndexes naming several indexes finds them already there.
 	//
 	// {session_id, seq} serves latest-N over all generations and garbage
-	// collection by seq. It is unique, so that no two batches of a session
-	// ever share a seq even on a server whose updates are not atomic (see
-	// reserve); a non-unique one made by an older Python SDK stays as it is.
+	// collection by seq. It is not unique: the Python SDK's own index is
+	// not, and a unique one would make a Python write fail wherever two
+	// documents share a seq (data numbered by an older release of this
+	// package, or a $inc lost by FerretDB). An older release of this
+	// package made it unique; that index is replaced.
 	if err := retryNetwork(ctx, func() error {
-		keys := bson.D{{Key: fSessionID, Value: 1}, {Key: fMsgSeq, Value: 1}}
-		_, err := st.messages.Indexes().CreateOne(ctx, mongodrv.IndexModel{
-			Keys:    keys,
-			Options: options.Index().SetUnique(true),
-		})
-		if err == nil || isIndexConflict(err) {
-			return nil
-		}
-		var se mongodrv.ServerError
-		if !errors.As(err, &se) {
-			return err
-		}
-		// Most likely documents sharing a seq are already there (written
-		// by a server without atomic updates; MongoDB says DuplicateKey,
-		// FerretDB InternalError): make do with a plain index.
-		if _, perr := st.messages.Indexes().CreateOne(ctx, mongodrv.IndexModel{Keys: keys}); perr != nil {
-			return err
-		}
-		slog.WarnContext(ctx, "mongo: {session_id, seq} could not be made unique; a plain index serves",
-			"collection", st.opts.MessagesCollection, "error", err)
-		return nil
+		return st.ensurePlainIndex(ctx, bson.D{{Key: fSessionID, Value: 1}, {Key: fMsgSeq, Value: 1}})
 	}); err != nil {
 		return fmt.Errorf("create the {session_id, seq} index: %w", err)
 	}
@@ -247,6 +229,77 @@ func isIndexConflict(err error) bool {
 	return errors.As(err, &se) && (se.HasErrorCode(85) || se.HasErrorCode(86))
 }
 
+// ensurePlainIndex creates a non-unique index on keys in the messages
+// collection; a unique index on the same keys (made by an older release of
+// this package) is dropped first. An index is no data: dropping one loses
+// nothing.
+func (st *Store) ensurePlainIndex(ctx context.Context, keys bson.D) error {
+	// Look first: not every server reports the conflict (FerretDB v1
+	// accepts the plain index and keeps the unique one).
+	name, unique, err := st.indexOn(ctx, st.messages, keys)
+	if err != nil {
+		return err
+	}
+	if name != "" && unique {
+		if err := st.messages.Indexes().DropOne(ctx, name); err != nil {
+			return fmt.Errorf("drop the unique index %s of an older release: %w", name, err)
+		}
+		slog.InfoContext(ctx, "mongo: replaced a unique index by a plain one, so that no Python write can fail on it",
+			"collection", st.opts.MessagesCollection, "index", name)
+	}
+	_, err = st.messages.Indexes().CreateOne(ctx, mongodrv.IndexModel{Keys: keys})
+	return err
+}
+
+// indexOn returns the name of coll's index on exactly keys, and whether it
+// is unique; "" when there is none.
+func (st *Store) indexOn(ctx context.Context, coll *mongodrv.Collection, keys bson.D) (string, bool, error) {
+	want, err := bson.Marshal(keys)
+	if err != nil {
+		return "", false, err
+	}
+	cur, err := coll.Indexes().List(ctx)
+	if err != nil {
+		return "", false, fmt.Errorf("list indexes: %w", err)
+	}
+	defer func() { _ = cur.Close(context.WithoutCancel(ctx)) }()
+	for cur.Next(ctx) {
+		var spec struct {
+			Name   string   `bson:"name"`
+			Key    bson.Raw `bson:"key"`
+			Unique bool     `bson:"unique"`
+		}
+		if err := cur.Decode(&spec); err != nil {
+			return "", false, fmt.Errorf("list indexes: %w", err)
+		}
+		if sameKeys(spec.Key, want) {
+			return spec.Name, spec.Unique, nil
+		}
+	}
+	return "", false, cur.Err()
+}
+
+// sameKeys compares two index key documents, field by field, numbers by
+// value (servers report 1 as an int32 or a double).
+func sameKeys(a, b bson.Raw) bool {
+	ea, err1 := a.Elements()
+	eb, err2 := b.Elements()
+	if err1 != nil || err2 != nil || len(ea) != len(eb) {
+		return false
+	}
+	for i := range ea {
+		if ea[i].Key() != eb[i].Key() {
+			return false
+		}
+		x, okx := integer(ea[i].Value())
+		y, oky := integer(eb[i].Value())
+		if !okx || !oky || x != y {
+			return false
+		}
+	}
+	return true
+}
+
 // indexMu serialises index creation in the process.
 var indexMu sync.Mutex
 
@@ -269,10 +322,12 @@ func retryNetwork(ctx context.Context, f func() error) error {
 	return err
 }
 
-// createTTLIndexes creates the TTL indexes: message documents go when
-// their expires_at passes, session documents a day after theirs (by then
-// every message document of an expired session is gone, so a session
-// document never disappears before its messages).
+// createTTLIndexes creates the TTL index of the messages collection:
+// a message document goes when its expires_at passes. Session documents
+// have none: the Python SDK never refreshes an expiry, so a session
+// document removed by a TTL index could take the items Python wrote after
+// the expiry out of every reader's view (and restart its counter). An
+// older release of this package made one; it is dropped.
 func (st *Store) createTTLIndexes(ctx context.Context) error {
 	if _, err := st.messages.Indexes().CreateOne(ctx, mongodrv.IndexModel{
 		Keys:    bson.D{{Key: fExpiresAt, Value: 1}},
@@ -280,16 +335,12 @@ func (st *Store) createTTLIndexes(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	_, err := st.sessions.Indexes().CreateOne(ctx, mongodrv.IndexModel{
-		Keys:    bson.D{{Key: fExpiresAt, Value: 1}},
-		Options: options.Index().SetExpireAfterSeconds(int32(sessionPurgeDelay / time.Second)),
-	})
-	return err
+	name, _, err := st.indexOn(ctx, st.sessions, bson.D{{Key: fExpiresAt, Value: 1}})
+	if err != nil || name == "" {
+		return err
+	}
+	return st.sessions.Indexes().DropOne(ctx, name)
 }
-
-// sessionPurgeDelay is how long after its expiry a TTL index removes a
-// session document.
-const sessionPurgeDelay = 24 * time.Hour
 
 // TTLIndexError reports why the TTL indexes could not be created (nil when
 // they were, or when the Store has no TTL or has not been used yet).

@@ -21,7 +21,8 @@ import (
 // the restart of an expired session are transitions. Each reserves one seq
 // in the same update and, after committing, writes a marker (an empty
 // message document) under that seq and the new generation, then deletes
-// the dead documents below it. The marker comes first so that a read
+// the dead documents below it. Seqs are numbered as the Python SDK numbers
+// them: the marker sits at the one seq its transition reserved. The marker comes first so that a read
 // overlapping the deletion always sees a document newer than the session
 // document it read, and starts over (see read).
 
@@ -43,17 +44,18 @@ func (s *Session) Clear(ctx context.Context) error {
 	}
 	now := s.st.now()
 	set := bson.D{{Key: fUpdatedAt, Value: now}}
+	update := bson.D{
+		{Key: "$inc", Value: bson.D{{Key: fGeneration, Value: int64(1)}, {Key: fSeq, Value: int64(1)}}},
+	}
 	if s.st.opts.TTL > 0 {
 		set = append(set,
 			bson.E{Key: fExpiresAt, Value: now.Add(s.st.opts.TTL)},
 			bson.E{Key: fMessagesExpireAt, Value: s.st.messageExpiry(now)})
+		update = append(update, bson.E{Key: "$max", Value: bson.D{{Key: fPurgeBy, Value: s.st.messageExpiry(now)}}})
 	}
+	update = append(update, bson.E{Key: "$set", Value: set})
 	var sd sessionDoc
-	err := s.st.sessions.FindOneAndUpdate(ctx, bson.D{byID(s.id)},
-		bson.D{
-			{Key: "$inc", Value: bson.D{{Key: fGeneration, Value: int64(1)}, {Key: fSeq, Value: int64(1)}}},
-			{Key: "$set", Value: set},
-		},
+	err := s.st.sessions.FindOneAndUpdate(ctx, bson.D{byID(s.id)}, update,
 		options.FindOneAndUpdate().SetReturnDocument(options.After),
 	).Decode(&sd)
 	if errors.Is(err, mongodrv.ErrNoDocuments) {
@@ -113,14 +115,14 @@ func (s *Session) replaceOnce(ctx context.Context, items []session.Item) (done b
 		return false, err
 	}
 	gen := newGeneration(sd.Generation)
-	baseID, err := s.insertDoc(ctx, sd.Seq, gen, items, now)
+	baseID, err := s.insertDoc(ctx, sd, sd.batchSeq(), gen, items, now)
 	if err != nil {
 		return false, err
 	}
 	set := bson.D{
 		{Key: fGeneration, Value: gen},
 		{Key: fBaseGeneration, Value: gen},
-		{Key: fBaseSeq, Value: sd.Seq},
+		{Key: fBaseSeq, Value: sd.batchSeq()},
 		{Key: fUpdatedAt, Value: now},
 	}
 	if s.st.opts.TTL > 0 {
@@ -172,39 +174,53 @@ func (s *Session) replaceOnce(ctx context.Context, items []session.Item) (done b
 	return true, nil
 }
 
-// restart starts an expired session afresh: if its session document is
-// still expired, bump the generation, refresh (or, without a TTL, drop)
-// the expiry, then write the marker and delete the old documents. A
-// session that is no longer expired is left alone.
+// restart ends the expiry of a session whose session document has
+// expired (see "Expiry" in the package documentation). Its commit is one
+// update of the session document, conditioned on the expiry it read: it
+// sets _expired_through to _purge_by, the upper bound of every expires_at
+// stamped so far, so that every stamped document, hidden since the expiry,
+// stays hidden for good (a later stamp is always above it), and refreshes
+// the expiry (without a TTL, drops it). The generation is kept: the
+// Python SDK reads only the current generation, and the items it wrote
+// after the expiry (never stamped) must stay in its view and ours. Then it
+// deletes the hidden documents, best effort (where the server has TTL
+// indexes they would go anyway). A session that is no longer expired is
+// left alone.
 func (s *Session) restart(ctx context.Context) error {
 	now := s.st.now()
-	update := bson.D{
-		{Key: "$inc", Value: bson.D{{Key: fGeneration, Value: int64(1)}, {Key: fSeq, Value: int64(1)}}},
-	}
-	if s.st.opts.TTL > 0 {
-		update = append(update, bson.E{Key: "$set", Value: bson.D{
-			{Key: fUpdatedAt, Value: now},
-			{Key: fExpiresAt, Value: now.Add(s.st.opts.TTL)},
-			{Key: fMessagesExpireAt, Value: s.st.messageExpiry(now)},
-		}})
-	} else {
-		update = append(update,
-			bson.E{Key: "$set", Value: bson.D{{Key: fUpdatedAt, Value: now}}},
-			bson.E{Key: "$unset", Value: bson.D{{Key: fExpiresAt, Value: ""}, {Key: fMessagesExpireAt, Value: ""}}})
-	}
-	var sd sessionDoc
-	err := s.st.sessions.FindOneAndUpdate(ctx,
-		bson.D{byID(s.id), {Key: fExpiresAt, Value: bson.D{{Key: "$lte", Value: now}}}},
-		update,
-		options.FindOneAndUpdate().SetReturnDocument(options.After),
-	).Decode(&sd)
-	if errors.Is(err, mongodrv.ErrNoDocuments) {
-		return nil
-	}
+	sd, err := s.loadSession(ctx)
 	if err != nil {
 		return fmt.Errorf("restart an expired session: %w", err)
 	}
-	s.sweep(ctx, &sd, now)
+	if sd == nil || !sd.expired(now) {
+		return nil
+	}
+	through := sd.expiredThrough()
+	set := bson.D{{Key: fUpdatedAt, Value: now}, {Key: fExpiredThrough, Value: through}}
+	update := bson.D{}
+	if s.st.opts.TTL > 0 {
+		set = append(set, bson.E{Key: fExpiresAt, Value: now.Add(s.st.opts.TTL)})
+		update = append(update, bson.E{Key: "$unset", Value: bson.D{{Key: fMessagesExpireAt, Value: ""}}})
+	} else {
+		update = append(update, bson.E{Key: "$unset", Value: bson.D{{Key: fExpiresAt, Value: ""}, {Key: fMessagesExpireAt, Value: ""}}})
+	}
+	update = append(update, bson.E{Key: "$set", Value: set})
+	res, err := s.st.sessions.UpdateOne(ctx, bson.D{byID(s.id), {Key: fExpiresAt, Value: *sd.ExpiresAt}}, update)
+	if err != nil {
+		return fmt.Errorf("restart an expired session: %w", err)
+	}
+	if res.MatchedCount == 0 {
+		return nil // restarted or written by someone else meanwhile
+	}
+	cctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	if _, err := s.st.messages.DeleteMany(cctx, bson.D{
+		byID(s.id),
+		{Key: fExpiresAt, Value: bson.D{{Key: "$lte", Value: through}}},
+	}); err != nil {
+		slog.WarnContext(ctx, "mongo: could not delete an expired session's documents; they stay hidden",
+			"collection", s.st.opts.MessagesCollection, "error", err)
+	}
 	return nil
 }
 
@@ -216,14 +232,14 @@ func (s *Session) restart(ctx context.Context) error {
 func (s *Session) sweep(ctx context.Context, sd *sessionDoc, now time.Time) {
 	cctx, cancel := cleanupContext(ctx)
 	defer cancel()
-	if err := s.insertBatch(cctx, sd.Seq, sd.Generation, nil, now); err != nil {
+	if err := s.insertBatch(cctx, sd, sd.Generation, nil, now); err != nil {
 		slog.WarnContext(ctx, "mongo: could not write a generation marker; old documents stay until the next clear",
 			"collection", s.st.opts.MessagesCollection, "error", err)
 		return
 	}
 	_, err := s.st.messages.DeleteMany(cctx, bson.D{
 		byID(s.id),
-		{Key: fMsgSeq, Value: bson.D{{Key: "$lt", Value: sd.Seq}}},
+		{Key: fMsgSeq, Value: bson.D{{Key: "$lt", Value: sd.batchSeq()}}},
 		{Key: fMsgGeneration, Value: bson.D{{Key: "$ne", Value: sd.Generation}}},
 	})
 	if err != nil {

@@ -11,17 +11,12 @@ import (
 	mongodrv "go.mongodb.org/mongo-driver/v2/mongo"
 )
 
-// Expiry has two layers:
-//
-//   - Logical, exact and the same on every server: the session document's
-//     expires_at. Reads treat a session whose expires_at has passed as
-//     empty, pops find nothing, and the next write restarts it under a new
-//     generation, so the whole history vanishes at once, never in parts.
-//   - Physical, where the server has TTL indexes: message documents carry
-//     an expires_at at least the session's (pushed forward by the writes
-//     that need it, at most once per slack/2 of activity), and session
-//     documents go a day after theirs: storage is reclaimed, and no message
-//     document is removed while its session is alive.
+// Expiry: see "Expiry" in the package documentation. In short, a
+// session document's expires_at is the logical expiry, exact on every
+// server; a message document is governed by it only once a write of this
+// package has stamped it with an expires_at of its own (which a TTL index
+// acts on), and only stamped documents are ever hidden or deleted because
+// of an expiry.
 
 // TTL returns the Store's time to live; 0 means sessions never expire.
 func (s *Session) TTL() time.Duration { return s.st.opts.TTL }
@@ -66,8 +61,10 @@ func (s *Session) Touch(ctx context.Context) error {
 // afterWrite keeps the message documents' purge time (their expires_at,
 // which a TTL index acts on) at least slack/2 beyond the session's new
 // expiry: when the session document's lower bound falls short, every
-// message document of the session is pushed forward, then the bound. Best
-// effort: reads never depend on it, only physical deletion does.
+// message document of the session that expiry does not hide is pushed
+// forward (stamping, too, the documents the Python SDK wrote, which it
+// never stamps), then the bounds. Best effort: a document left unstamped
+// is only never hidden by an expiry, and never deleted by one.
 func (s *Session) afterWrite(ctx context.Context, sd *sessionDoc, now time.Time) {
 	ttl := s.st.opts.TTL
 	if ttl <= 0 || sd == nil {
@@ -79,14 +76,29 @@ func (s *Session) afterWrite(ctx context.Context, sd *sessionDoc, now time.Time)
 	}
 	cctx, cancel := cleanupContext(ctx)
 	defer cancel()
-	exp := s.st.messageExpiry(now)
-	if _, err := s.st.messages.UpdateMany(cctx, bson.D{byID(s.id)},
-		bson.D{{Key: "$max", Value: bson.D{{Key: fExpiresAt, Value: exp}}}}); err != nil {
+	exp, err := s.stampFor(cctx, sd, now)
+	if err != nil || exp == nil {
+		return
+	}
+	// The session update of every write that calls afterWrite (reserve,
+	// sessionForWrite) has already raised _purge_by to messageExpiry(now),
+	// and stampFor raised it beyond when it had to: the upper bound covers
+	// the push before the push is made.
+	filter := bson.D{byID(s.id)}
+	if sd.ExpiredThrough != nil {
+		// Never push a document the last restart hid: it must stay hidden.
+		filter = append(filter, bson.E{Key: "$or", Value: bson.A{
+			bson.D{{Key: fExpiresAt, Value: bson.D{{Key: "$gt", Value: *sd.ExpiredThrough}}}},
+			bson.D{{Key: fExpiresAt, Value: nil}},
+		}})
+	}
+	if _, err := s.st.messages.UpdateMany(cctx, filter,
+		bson.D{{Key: "$max", Value: bson.D{{Key: fExpiresAt, Value: *exp}}}}); err != nil {
 		slog.WarnContext(ctx, "mongo: could not push message documents' expiry forward", "error", err)
 		return
 	}
-	_, err := s.st.sessions.UpdateOne(cctx, bson.D{byID(s.id)},
-		bson.D{{Key: "$max", Value: bson.D{{Key: fMessagesExpireAt, Value: exp}}}})
+	_, err = s.st.sessions.UpdateOne(cctx, bson.D{byID(s.id)},
+		bson.D{{Key: "$max", Value: bson.D{{Key: fMessagesExpireAt, Value: *exp}}}})
 	if err != nil && !errors.Is(err, mongodrv.ErrNoDocuments) {
 		slog.WarnContext(ctx, "mongo: could not record message documents' expiry", "error", err)
 	}

@@ -22,8 +22,7 @@ func TestTTL(t *testing.T) {
 		s := mustSession(t, st, "expire")
 		require.NoError(t, s.AddItems(ctx, numbered("a", 3)))
 		require.NoError(t, s.AddItems(ctx, numbered("b", 2)))
-		gen := r.session("expire")[fGeneration].(int64)
-		require.GreaterOrEqual(t, gen, int64(1)<<40, "a TTL store starts sessions at a random generation")
+		require.EqualValues(t, 0, r.session("expire")[fGeneration], "generation 0, as the Python SDK's")
 		d, ok, err := s.ExpiresIn(ctx)
 		require.NoError(t, err)
 		require.True(t, ok)
@@ -50,10 +49,9 @@ func TestTTL(t *testing.T) {
 		got, err = s.Items(ctx)
 		require.NoError(t, err)
 		require.Equal(t, texts(numbered("c", 1)), texts(got), "a write after expiry starts a new history")
-		require.Equal(t, gen+1, r.session("expire")[fGeneration], "by a new generation")
-		for _, doc := range r.messageDocs("expire") {
-			require.Equal(t, gen+1, doc[fMsgGeneration], "and the old generation's documents are gone")
-		}
+		require.EqualValues(t, 0, r.session("expire")[fGeneration], "in the same generation (Python reads only the current one)")
+		docs := r.messageDocs("expire")
+		require.Len(t, docs, 1, "the expired documents are deleted by the write that read them as expired")
 	})
 
 	t.Run("message documents never expire before their session", func(t *testing.T) {
@@ -105,6 +103,7 @@ func TestTTL(t *testing.T) {
 		require.Empty(t, got, "expired for every store")
 		require.NoError(t, p.AddItems(ctx, numbered("n", 1)))
 		require.NotContains(t, r.session("mixed"), fExpiresAt, "restarted by a store without a TTL: no expiry any more")
+		require.Contains(t, r.session("mixed"), fExpiredThrough, "but what the expiry hid stays hidden")
 		got, err = p.Items(ctx)
 		require.NoError(t, err)
 		require.Equal(t, texts(numbered("n", 1)), texts(got))
@@ -117,5 +116,82 @@ func TestTTL(t *testing.T) {
 			return
 		}
 		require.NoError(t, st.TTLIndexError())
+	})
+
+	t.Run("Python's writes are never lost to an expiry", func(t *testing.T) {
+		// Python's MongoDBSession has no TTL: it stamps nothing, and
+		// refreshes no expiry. Go hides only stamped documents.
+		s := mustSession(t, st, "shared")
+		py := newPyMongo(t, st, "shared")
+		require.NoError(t, s.AddItems(ctx, numbered("g", 2)))
+		require.NoError(t, py.addItems([]string{`{"py":"before"}`}))
+		clock.Advance(ttl + time.Second)
+
+		// In between: Go hides its own (stamped, about to be purged) items;
+		// Python still reads them until the TTL monitor (MongoDB) or the
+		// next Go write (every server) deletes them.
+		require.NoError(t, py.addItems([]string{`{"py":"after"}`}))
+		got, err := s.Items(ctx)
+		require.NoError(t, err)
+		require.Equal(t, []string{`{"py":"before"}`, `{"py":"after"}`}, texts(got), "Go hides only what an expiry will delete")
+		sd := r.session("shared")
+		var hidden int
+		for _, d := range r.messageDocs("shared") {
+			exp, stamped := d[fExpiresAt].(bson.DateTime)
+			raw, err := bson.Marshal(d)
+			require.NoError(t, err)
+			md, err := parseMessageDoc(raw)
+			require.NoError(t, err)
+			var sdoc sessionDoc
+			sraw, _ := bson.Marshal(sd)
+			require.NoError(t, bson.Unmarshal(sraw, &sdoc))
+			if sdoc.hides(&md, clock.Now()) {
+				hidden++
+				require.True(t, stamped, "a hidden document carries the date a TTL index deletes it at")
+				require.False(t, exp.Time().After(sdoc.ExpiresAt.Add(st.opts.messageSlack())),
+					"and that date is at most the slack after the session's expiry")
+			}
+		}
+		require.Equal(t, 1, hidden, "Go's batch is hidden, nothing else")
+		if testservers.MongoKind() == testservers.KindFerretDBSQLite {
+			require.Equal(t, append(texts(numbered("g", 2)), `{"py":"before"}`, `{"py":"after"}`), py.getItems(-1),
+				"without TTL indexes Python reads the expired batch until the next Go write")
+		}
+
+		// A Go write after the expiry deletes exactly what it read as
+		// expired, and keeps Python's items.
+		require.NoError(t, s.AddItems(ctx, numbered("h", 1)))
+		want := append([]string{`{"py":"before"}`, `{"py":"after"}`}, texts(numbered("h", 1))...)
+		got, err = s.Items(ctx)
+		require.NoError(t, err)
+		require.Equal(t, want, texts(got))
+		require.Equal(t, want, py.getItems(-1), "both sides agree again")
+
+		// The write stamped Python's items: they now live and expire with
+		// the session, as a whole.
+		for _, d := range r.messageDocs("shared") {
+			require.IsType(t, bson.DateTime(0), d[fExpiresAt], "every document is stamped after a Go write")
+		}
+		clock.Advance(ttl / 2)
+		require.NoError(t, py.addItems([]string{`{"py":"late"}`}))
+		got, err = s.Items(ctx)
+		require.NoError(t, err)
+		require.Equal(t, append(want, `{"py":"late"}`), texts(got))
+		clock.Advance(ttl)
+		got, err = s.Items(ctx)
+		require.NoError(t, err)
+		require.Equal(t, []string{`{"py":"late"}`}, texts(got), "the unstamped item written after the last Go write is never hidden")
+		it, ok, err := s.PopItem(ctx)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, `{"py":"late"}`, it.String())
+		got, err = s.Items(ctx)
+		require.NoError(t, err)
+		require.Empty(t, got, "what was hidden stays hidden after the pop")
+		require.NoError(t, s.AddItems(ctx, numbered("k", 1)))
+		got, err = s.Items(ctx)
+		require.NoError(t, err)
+		require.Equal(t, texts(numbered("k", 1)), texts(got), "and after the next write")
+		require.Equal(t, texts(numbered("k", 1)), py.getItems(-1), "which deleted what it hid")
 	})
 }

@@ -43,76 +43,62 @@ func (s *Session) AddItems(ctx context.Context, items []session.Item) error {
 	if err := s.st.ensureIndexes(ctx); err != nil {
 		return fmt.Errorf("mongo: add items: %w", err)
 	}
-	for attempt := 0; ; attempt++ {
-		sd, now, err := s.reserve(ctx, int64(len(items)))
-		if err != nil {
-			return fmt.Errorf("mongo: add items: %w", err)
-		}
-		err = s.insertBatch(ctx, sd.Seq, sd.Generation, items, now)
-		if err == nil {
-			s.st.est.observe(len(items), 1)
-			s.afterWrite(ctx, sd, now)
-			return nil
-		}
-		// A duplicate seq: the server handed the same seq out twice
-		// (FerretDB v1), and the unique index refused the second batch.
-		// Nothing was written; reserve again.
-		if !mongodrv.IsDuplicateKeyError(err) || attempt+1 >= maxSeqConflicts {
-			return fmt.Errorf("mongo: add items: %w", err)
-		}
-		if err := backoff(ctx, attempt); err != nil {
-			return err
-		}
+	sd, now, err := s.reserve(ctx, int64(len(items)))
+	if err != nil {
+		return fmt.Errorf("mongo: add items: %w", err)
 	}
+	if err := s.insertBatch(ctx, sd, sd.Generation, items, now); err != nil {
+		return fmt.Errorf("mongo: add items: %w", err)
+	}
+	s.st.est.observe(len(items), 1)
+	s.afterWrite(ctx, sd, now)
+	return nil
 }
 
-// maxSeqConflicts bounds the retries of a batch whose seq turned out to be
-// taken, or below one its handle had seen; only servers without atomic
-// updates cause either.
-const maxSeqConflicts = 64
+// maxSeqRegressions bounds how often a reservation is retried because the
+// counter went back below a seq its handle had seen (see guardLostUpdate).
+const maxSeqRegressions = 64
 
 // reserve adds n to the session document's _seq, creating the document if
-// there is none, and refreshes its expiry; it returns the document as
-// updated (so its _seq is the last seq reserved) and the write's time.
+// there is none (with the Python SDK's $setOnInsert), and, with a TTL,
+// refreshes its expiry; it returns the document as updated (so the batch's
+// seq is its _seq minus one, as the Python SDK numbers it) and the write's
+// time.
 //
 // An expired session document does not match the filter, so the upsert
-// runs into the unique index: the session is then restarted (a new
-// generation) and the reservation retried. A reservation therefore never
-// lands in an expired generation, which would bring its old items back.
+// runs into the unique index: the session is then restarted (see restart)
+// and the reservation retried.
 func (s *Session) reserve(ctx context.Context, n int64) (*sessionDoc, time.Time, error) {
 	regressions := 0
 	for attempt := 0; attempt < maxReserveAttempts+regressions; attempt++ {
 		now := s.st.now()
 		set := bson.D{{Key: fUpdatedAt, Value: now}}
-		onInsert := bson.D{{Key: fCreatedAt, Value: now}, {Key: fGeneration, Value: s.st.initialGeneration()}}
+		onInsert := bson.D{{Key: fCreatedAt, Value: now}, {Key: fGeneration, Value: int64(0)}}
+		update := bson.D{
+			{Key: "$inc", Value: bson.D{{Key: fSeq, Value: n}}},
+		}
 		if s.st.opts.TTL > 0 {
 			set = append(set, bson.E{Key: fExpiresAt, Value: now.Add(s.st.opts.TTL)})
 			onInsert = append(onInsert, bson.E{Key: fMessagesExpireAt, Value: s.st.messageExpiry(now)})
+			update = append(update, bson.E{Key: "$max", Value: bson.D{{Key: fPurgeBy, Value: s.st.messageExpiry(now)}}})
 		}
+		update = append(update, bson.E{Key: "$set", Value: set}, bson.E{Key: "$setOnInsert", Value: onInsert})
 		var sd sessionDoc
 		err := s.st.sessions.FindOneAndUpdate(ctx,
 			bson.D{byID(s.id), liveClause(now)},
-			bson.D{
-				{Key: "$inc", Value: bson.D{{Key: fSeq, Value: n}}},
-				{Key: "$set", Value: set},
-				{Key: "$setOnInsert", Value: onInsert},
-			},
+			update,
 			options.FindOneAndUpdate().SetUpsert(true).SetReturnDocument(options.After),
 		).Decode(&sd)
 		if err == nil {
-			floor := s.floor.Load()
-			if sd.Seq-n >= floor {
-				s.noteSeq(sd.Seq)
+			ok, err := s.guardLostUpdate(ctx, &sd, n)
+			if err != nil {
+				return nil, now, err
+			}
+			if ok {
 				return &sd, now, nil
 			}
-			// Lost update: the counter went back below a seq this handle
-			// has seen. Push it up and reserve again.
-			if _, err := s.st.sessions.UpdateOne(ctx, bson.D{byID(s.id)},
-				bson.D{{Key: "$max", Value: bson.D{{Key: fSeq, Value: floor}}}}); err != nil {
-				return nil, now, fmt.Errorf("repair the seq counter: %w", err)
-			}
 			regressions++
-			if regressions >= maxSeqConflicts {
+			if regressions >= maxSeqRegressions {
 				return nil, now, errors.New("reserve a seq: the server keeps losing updates to the seq counter")
 			}
 			if err := backoff(ctx, regressions); err != nil {
@@ -132,16 +118,28 @@ func (s *Session) reserve(ctx context.Context, n int64) (*sessionDoc, time.Time,
 	return nil, time.Time{}, errors.New("reserve a seq: the session document kept changing")
 }
 
-// initialGeneration is the generation of a session document created by
-// this Store. Without a TTL it is 0, as the Python SDK's. With a TTL it is
-// random, so that message documents left behind by an earlier incarnation
-// of the id (removed by the TTL monitor before its messages) stay
-// invisible.
-func (st *Store) initialGeneration() int64 {
-	if st.opts.TTL > 0 {
-		return newGeneration(0)
+// guardLostUpdate is the FerretDB guard "lost $inc" (see the package
+// documentation): it reports whether the n seqs that sd's update reserved
+// all lie at or above the handle's floor. When they do not, the server
+// lost an update to the counter (single-document updates are atomic on
+// MongoDB, not on FerretDB v1): the counter is pushed up to the floor with
+// $max, and the caller reserves again. On MongoDB it fires only for a
+// counter that another writer set back (the Python SDK's older releases
+// deleted the session document on clear), or for a document an older
+// release of this package numbered one past its batch: pushing the counter
+// up then keeps every later batch above everything this handle has seen,
+// and never makes any writer's insert fail.
+func (s *Session) guardLostUpdate(ctx context.Context, sd *sessionDoc, n int64) (bool, error) {
+	floor := s.floor.Load()
+	if sd.Seq-n >= floor {
+		s.noteSeq(sd.Seq)
+		return true, nil
 	}
-	return 0
+	if _, err := s.st.sessions.UpdateOne(ctx, bson.D{byID(s.id)},
+		bson.D{{Key: "$max", Value: bson.D{{Key: fSeq, Value: floor}}}}); err != nil {
+		return false, fmt.Errorf("repair the seq counter: %w", err)
+	}
+	return false, nil
 }
 
 // messageExpiry is the expires_at of a message document written at now.
@@ -158,22 +156,49 @@ func (st *Store) messageExpiryPtr(now time.Time) *time.Time {
 	return &t
 }
 
-// insertBatch inserts one message document.
-func (s *Session) insertBatch(ctx context.Context, seq, gen int64, items []session.Item, now time.Time) error {
-	_, err := s.insertDoc(ctx, seq, gen, items, now)
+// stampFor returns the expires_at of a message document written at now
+// under session document sd (nil without a TTL): now+TTL+slack, but always
+// after sd's _expired_through, so that a new document is never born
+// expired. When that pushes it beyond what sd's update recorded in
+// _purge_by, the bound is raised first (only a session restarted by a
+// Store with a longer TTL needs it).
+func (s *Session) stampFor(ctx context.Context, sd *sessionDoc, now time.Time) (*time.Time, error) {
+	if s.st.opts.TTL <= 0 {
+		return nil, nil
+	}
+	p := s.st.messageExpiry(now)
+	if sd != nil && sd.ExpiredThrough != nil && !p.After(*sd.ExpiredThrough) {
+		p = sd.ExpiredThrough.Add(time.Millisecond)
+		if _, err := s.st.sessions.UpdateOne(ctx, bson.D{byID(s.id)},
+			bson.D{{Key: "$max", Value: bson.D{{Key: fPurgeBy, Value: p}}}}); err != nil {
+			return nil, fmt.Errorf("record the purge bound: %w", err)
+		}
+	}
+	return &p, nil
+}
+
+// insertBatch inserts the batch reserved by sd's update, under generation
+// gen, at the seq the Python SDK gives it.
+func (s *Session) insertBatch(ctx context.Context, sd *sessionDoc, gen int64, items []session.Item, now time.Time) error {
+	_, err := s.insertDoc(ctx, sd, sd.batchSeq(), gen, items, now)
 	return err
 }
 
 // insertDoc inserts one message document and returns its _id.
-func (s *Session) insertDoc(ctx context.Context, seq, gen int64, items []session.Item, now time.Time) (bson.ObjectID, error) {
+func (s *Session) insertDoc(ctx context.Context, sd *sessionDoc, seq, gen int64, items []session.Item, now time.Time) (bson.ObjectID, error) {
+	id := bson.NewObjectID()
+	exp, err := s.stampFor(ctx, sd, now)
+	if err != nil {
+		return id, err
+	}
 	doc := batchDoc{
-		id:      bson.NewObjectID(),
+		id:      id,
 		session: s.id,
 		seq:     seq,
 		gen:     gen,
 		items:   items,
 		created: now,
-		expires: s.st.messageExpiryPtr(now),
+		expires: exp,
 	}
 	raw, err := doc.marshal()
 	if err != nil {
