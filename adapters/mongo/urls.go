@@ -196,7 +196,7 @@ func (s *urlStore) AppendRaw(ctx context.Context, id string, raw []byte) error {
 	d := bson.D{
 		{Key: "_id", Value: bson.NewObjectID()},
 		{Key: fSessionID, Value: id},
-		{Key: fMsgSeq, Value: sd.Seq},
+		{Key: fMsgSeq, Value: sd.batchSeq()},
 		{Key: fMsgGeneration, Value: sd.Generation},
 		{Key: fMessageData, Value: bson.A{string(raw)}},
 		{Key: fCreatedAt, Value: now},
