@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,30 +68,6 @@ func TestUsage(t *testing.T) {
 	require.Equal(t, 2, code)
 	code, _, _ = sessionctl(t, "check", "-h")
 	require.Equal(t, 0, code)
-}
-
-func TestCheckDefaultsToEmbeddedSQLite(t *testing.T) {
-	code, out, stderr := sessionctl(t, "check", "-run", "core/|limit/|corrupt/|replace/")
-	require.Equal(t, 0, code, stderr+out)
-	require.Contains(t, out, "checking the embedded SQLite default")
-	require.Contains(t, out, "level FULL")
-	require.Contains(t, out, "(capabilities hidden)")
-	require.Contains(t, out, "PASS  base        corrupt/isolated", "the CLI harness writes raw records on sqlite")
-}
-
-func TestCheckJSON(t *testing.T) {
-	code, out, stderr := sessionctl(t, "check", "-json", "-native-only", "-run", "core/order", "memory://")
-	require.Equal(t, 0, code, stderr)
-	var doc struct {
-		Reports []struct {
-			Store  string `json:"store"`
-			Level  string `json:"level"`
-			Passed int    `json:"passed"`
-		} `json:"reports"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(out), &doc))
-	require.Len(t, doc.Reports, 1)
-	require.Equal(t, 1, doc.Reports[0].Passed)
 }
 
 func TestBadStoreURLs(t *testing.T) {

@@ -6,12 +6,11 @@ import (
 
 	"github.com/agentsessions/sessions/adapters"
 	_ "github.com/agentsessions/sessions/adapters/all" // every backend's URL scheme
-	"github.com/agentsessions/sessions/conformance"
 )
 
 // openStore opens a store URL with a collector for corrupt-record reports.
-func openStore(ctx context.Context, dsn string) (adapters.Store, *conformance.Collector, error) {
-	corrupt := &conformance.Collector{}
+func openStore(ctx context.Context, dsn string) (adapters.Store, *corruptReports, error) {
+	corrupt := &corruptReports{}
 	st, err := adapters.OpenWith(ctx, dsn, adapters.Options{OnCorrupt: corrupt.Handler()})
 	if err != nil {
 		return nil, nil, err

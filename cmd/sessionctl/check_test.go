@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	_ "modernc.org/sqlite"
+
+	"github.com/agentsessions/sessions/conformance"
+	"github.com/agentsessions/sessions/internal/testservers"
+)
+
+func TestCheckDefaultsToEmbeddedSQLite(t *testing.T) {
+	code, out, stderr := sessionctl(t, "check")
+	require.Equal(t, 0, code, stderr+out)
+	require.Contains(t, out, "checking the embedded SQLite default")
+	require.Regexp(t, `(?m)^contract +FULL +26 passed, 0 failed, 0 skipped of 26$|(?m)^contract +FULL +\d+ passed, 0 failed, \d+ skipped of 26$`, out)
+	require.Regexp(t, `(?m)^contract \(capabilities hidden\) +BASE +\d+ passed, 0 failed, \d+ skipped of 26`, out)
+	require.Regexp(t, `(?m)^held-write +FULL +96 passed, 0 failed, 0 skipped of 96$`, out)
+	require.Contains(t, out, "\nlevel FULL\n")
+	require.Regexp(t, `(?m)^  PASS  base        corrupt/isolated$`, out, "the CLI harness writes raw records on sqlite")
+	require.Contains(t, out, "probe sessions: "+conformance.ProbePrefix)
+}
+
+// A filtered run grades what it ran and says the rest did not run: it can
+// never grade FULL.
+func TestCheckFilteredIsNotFull(t *testing.T) {
+	code, out, stderr := sessionctl(t, "check", "-native-only", "-run", "core/|limit/|corrupt/|replace/", "memory://")
+	require.Equal(t, 0, code, stderr+out)
+	require.Contains(t, out, "PASS  base        corrupt/isolated", "memory:// has a raw-write hook")
+	require.Contains(t, out, "did not run")
+	require.Contains(t, out, "\nlevel NONE\n")
+	require.NotContains(t, out, "capabilities hidden")
+}
+
+func TestCheckJSON(t *testing.T) {
+	code, out, stderr := sessionctl(t, "check", "-json", "-native-only", "-run", "core/order", "memory://")
+	require.Equal(t, 0, code, stderr)
+	var doc struct {
+		Store string `json:"store"`
+		Level string `json:"level"`
+		Parts []struct {
+			Name   string `json:"name"`
+			Total  int    `json:"total"`
+			Passed int    `json:"passed"`
+		} `json:"parts"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc), out)
+	require.Equal(t, "NONE", doc.Level)
+	require.Len(t, doc.Parts, 2, "contract and held-write")
+	require.Equal(t, conformance.PartContract, doc.Parts[0].Name)
+	require.Equal(t, 1, doc.Parts[0].Passed)
+	require.Equal(t, 26, doc.Parts[0].Total)
+	require.Equal(t, conformance.PartHeldWrite, doc.Parts[1].Name)
+}
+
+// sqliteDump is every row of every table of a SQLite database, the schema
+// included (sqlite_master), as text, table by table. sqlite_sequence is
+// returned apart.
+func sqliteDump(t *testing.T, path string) (tables map[string][]string, sequence map[string]int64) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	require.NoError(t, err)
+	defer db.Close()
+	names := []string{"sqlite_master"}
+	rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var n string
+		require.NoError(t, rows.Scan(&n))
+		names = append(names, n)
+	}
+	require.NoError(t, rows.Err())
+	rows.Close()
+	tables, sequence = map[string][]string{}, map[string]int64{}
+	for _, n := range names {
+		if n == "sqlite_sequence" {
+			rows, err := db.Query(`SELECT name, seq FROM sqlite_sequence`)
+			require.NoError(t, err)
+			for rows.Next() {
+				var name string
+				var seq int64
+				require.NoError(t, rows.Scan(&name, &seq))
+				sequence[name] = seq
+			}
+			require.NoError(t, rows.Err())
+			rows.Close()
+			continue
+		}
+		rows, err := db.Query(fmt.Sprintf(`SELECT * FROM %q`, n))
+		require.NoError(t, err)
+		cols, err := rows.Columns()
+		require.NoError(t, err)
+		var out []string
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			require.NoError(t, rows.Scan(ptrs...))
+			var b strings.Builder
+			for i, v := range vals {
+				fmt.Fprintf(&b, "%s=%T:%q;", cols[i], v, fmt.Sprint(v))
+				if bs, ok := v.([]byte); ok {
+					fmt.Fprintf(&b, "bytes:%x;", bs)
+				}
+			}
+			out = append(out, b.String())
+		}
+		require.NoError(t, rows.Err())
+		rows.Close()
+		sort.Strings(out)
+		tables[n] = out
+	}
+	return tables, sequence
+}
+
+// TestCheckLeavesTheStoreAsItWas runs the whole check against stores that
+// hold users' sessions (a Python-written SQLite file with a corrupt record,
+// native and Python-layout Redis sessions, unrelated keys) and compares the
+// store before and after: every probe the check wrote is gone, and nothing
+// else changed.
+func TestCheckLeavesTheStoreAsItWas(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) {
+		path := copyFile(t, filepath.Join("..", "..", "adapters", "sqlite", "testdata", "python", "session.db"))
+		dsn := "sqlite://" + path
+		seed(t, dsn, "user-a", `{"role":"user","content":"hello"}`, `{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"}`)
+		seed(t, dsn, "agentsessions-check", `{"role":"user","content":"an id that merely resembles the namespace"}`)
+		before, seqBefore := sqliteDump(t, path)
+
+		code, out, stderr := sessionctl(t, "check", dsn)
+		require.Equal(t, 0, code, stderr+out)
+		require.Contains(t, out, "\nlevel FULL\n")
+
+		after, seqAfter := sqliteDump(t, path)
+		require.Equal(t, before, after, "every table, row for row, is as it was")
+		// AUTOINCREMENT's counter is the one thing a write leaves: SQLite
+		// never hands out an id twice, so the counter of agent_messages
+		// moved past the probes' rows. Winding it back could reuse an id a
+		// concurrent writer took; it only rises, and no stored id changed.
+		for name, seq := range seqBefore {
+			require.GreaterOrEqual(t, seqAfter[name], seq, name)
+		}
+		for name := range seqAfter {
+			_, ok := seqBefore[name]
+			require.True(t, ok, "the check created no new autoincrement table: %s", name)
+		}
+	})
+	t.Run("redis", func(t *testing.T) {
+		base := testservers.Redis(t)
+		dsn := regexp.MustCompile(`/\d+$`).ReplaceAllString(base, "") + "/14"
+		opt, err := goredis.ParseURL(dsn)
+		require.NoError(t, err)
+		rdb := goredis.NewClient(opt)
+		defer rdb.Close()
+		ctx := context.Background()
+		prior, err := rdb.DBSize(ctx).Result()
+		require.NoError(t, err)
+		require.Zero(t, prior, "database 14 of the test server is this test's own")
+		t.Cleanup(func() { rdb.FlushDB(context.Background()) })
+
+		seed(t, dsn, "user-a", `{"role":"user","content":"hello"}`, `{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"}`)
+		seed(t, dsn, "user:b {tag}", `{"role":"user","content":"é ☃"}`)
+		seed(t, dsn+"?layout=python", "py-session", `{"role":"user","content":"written in the Python SDK's layout"}`)
+		require.NoError(t, rdb.Set(ctx, "app:config", "unrelated", 0).Err())
+		require.NoError(t, rdb.HSet(ctx, "app:hash", "f", "v").Err())
+		before := redisDump(t, rdb)
+		require.Greater(t, len(before), 4)
+
+		code, out, stderr := sessionctl(t, "check", dsn)
+		require.Equal(t, 0, code, stderr+out)
+		require.Contains(t, out, "\nlevel FULL\n")
+		require.Equal(t, before, redisDump(t, rdb), "the key set and every key's DUMP are as they were")
+	})
+}
+
+// redisDump returns every key of the database with its DUMP and whether it
+// has a TTL.
+func redisDump(t *testing.T, rdb *goredis.Client) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string]string{}
+	iter := rdb.Scan(ctx, 0, "*", 1000).Iterator()
+	for iter.Next(ctx) {
+		k := iter.Val()
+		d, err := rdb.Dump(ctx, k).Result()
+		require.NoError(t, err, k)
+		ttl, err := rdb.PTTL(ctx, k).Result()
+		require.NoError(t, err, k)
+		out[k] = fmt.Sprintf("%x ttl=%v", d, ttl > 0)
+	}
+	require.NoError(t, iter.Err())
+	return out
+}
