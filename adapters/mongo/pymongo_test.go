@@ -483,3 +483,52 @@ func TestPythonNumbering(t *testing.T) {
 	require.EqualValues(t, 8, r.session("num")[fSeq])
 	require.Equal(t, texts(append(numbered("c", 1), numbered("d", 2)...)), py.getItems(-1))
 }
+
+// TestNaNAndInfinityRoundTrip: Python's json.dumps writes NaN, Infinity
+// and -Infinity (allow_nan=True), so real stores hold them. Records holding
+// them read back byte for byte through every path, whichever side wrote
+// them, and pop returns them instead of treating them as corrupt.
+func TestNaNAndInfinityRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	var rep reports
+	st := newTestStore(t, Options{OnCorrupt: rep.handler()})
+	texts := []string{`{"x":NaN}`, `{"y":-Infinity}`, `{"z":[Infinity,1,NaN],"s":"NaN"}`, `{"x": NaN, "nested": {"v": -Infinity}}`}
+	items := make([]session.Item, len(texts))
+	for i, s := range texts {
+		it, err := session.ParseItem(s)
+		require.NoError(t, err, "session accepts %s", s)
+		items[i] = it
+	}
+	g := mustSession(t, st, "nan")
+	py := newPyMongo(t, st, "nan")
+	require.NoError(t, g.AddItems(ctx, items[:2]))
+	require.NoError(t, py.addItems(texts[2:]))
+
+	got, err := g.Items(ctx)
+	require.NoError(t, err)
+	require.Equal(t, texts, textsOf(got), "Go reads them back exactly")
+	require.Equal(t, texts, py.getItems(-1), "Python reads them back exactly")
+	latest, err := g.LatestItems(ctx, 3)
+	require.NoError(t, err)
+	require.Equal(t, texts[1:], textsOf(latest))
+	require.Empty(t, rep.take(), "none is reported as corrupt")
+
+	for i := len(texts) - 1; i >= 0; i-- {
+		it, ok, err := g.PopItem(ctx)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, texts[i], it.String(), "pop returns it exactly")
+	}
+	require.Empty(t, rep.take())
+	require.NoError(t, g.ReplaceItems(ctx, items))
+	require.Equal(t, texts, py.getItems(-1), "a replace stores them exactly")
+}
+
+// textsOf returns the items' JSON texts.
+func textsOf(items []session.Item) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = it.String()
+	}
+	return out
+}

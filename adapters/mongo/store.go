@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	mongodrv "go.mongodb.org/mongo-driver/v2/mongo"
@@ -125,11 +126,17 @@ func (st *Store) Client() *mongodrv.Client { return st.client }
 // Database returns the name of the Store's database.
 func (st *Store) Database() string { return st.opts.Database }
 
-// Session returns a handle on session id. It fails for the empty id and
-// after Close.
+// Session returns a handle on session id. It fails for the empty id, for
+// an id that is not valid UTF-8 (with an error wrapping
+// session.ErrInvalidSessionID: BSON strings are UTF-8, and the driver would
+// store such an id altered, so that distinct ids could share one session),
+// and after Close.
 func (st *Store) Session(id string) (*Session, error) {
 	if err := driver.ValidateID(id); err != nil {
 		return nil, err
+	}
+	if !utf8.ValidString(id) {
+		return nil, fmt.Errorf("mongo: %w: %q is not valid UTF-8, which BSON strings must be", session.ErrInvalidSessionID, id)
 	}
 	if st.closed.Load() {
 		return nil, session.ErrClosed

@@ -2,10 +2,12 @@ package mongo
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/agentsessions/sessions/internal/testservers"
 	"github.com/agentsessions/sessions/session"
@@ -120,4 +122,30 @@ func checkClosed(t *testing.T, s *Session) {
 	require.ErrorIs(t, s.Touch(ctx), session.ErrClosed)
 	_, _, err = s.ExpiresIn(ctx)
 	require.ErrorIs(t, err, session.ErrClosed)
+}
+
+// TestInvalidUTF8IDs: an id that is not valid UTF-8 cannot be a BSON
+// string; it is refused with a clear error, before anything is written,
+// rather than stored altered (before, "\xff\xfe" and "\xfe\xff" landed in
+// one session and AddItems returned nil while All returned nothing).
+func TestInvalidUTF8IDs(t *testing.T) {
+	ctx := context.Background()
+	st := newTestStore(t, Options{})
+	for _, id := range []string{"\xff\xfe", "\xfe\xff", "ok\x80", "\xc3", "\xed\xa0\x80"} {
+		_, err := st.Session(id)
+		require.ErrorIs(t, err, session.ErrInvalidSessionID, "%q", id)
+		require.Contains(t, err.Error(), "UTF-8")
+	}
+	n, err := st.sessions.CountDocuments(ctx, bson.D{})
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing was written")
+	for i, id := range []string{"é", "日本", "\U0001F600", "a\x00b"} {
+		s, err := st.Session(id)
+		require.NoError(t, err, "%q is valid UTF-8", id)
+		tag := fmt.Sprint("u", i)
+		require.NoError(t, s.AddItems(ctx, numbered(tag, 1)))
+		got, err := s.Items(ctx)
+		require.NoError(t, err)
+		require.Equal(t, texts(numbered(tag, 1)), texts(got), "%q holds its own items", id)
+	}
 }
