@@ -140,8 +140,8 @@ func TestDumpsInvalid(t *testing.T) {
 // store holding them round-trips and digests as in Python.
 func TestDumpsNonFiniteTokens(t *testing.T) {
 	for in, want := range map[string]string{
-		`{"x": NaN}`:                            `{"x": NaN}`,
-		`{"y": -Infinity}`:                      `{"y": -Infinity}`,
+		`{"x": NaN}`:                           `{"x": NaN}`,
+		`{"y": -Infinity}`:                     `{"y": -Infinity}`,
 		`{"b":Infinity,"a":[NaN,-Infinity,1]}`: `{"a": [NaN, -Infinity, 1], "b": Infinity}`,
 	} {
 		out, err := Dumps([]byte(in), pythonDefault)
