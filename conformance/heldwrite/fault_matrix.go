@@ -3,6 +3,7 @@ package heldwrite
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/stretchr/testify/require"
 
@@ -22,13 +23,18 @@ import (
 // no model call before the settle, no record left), or, after a partial
 // commit, that the documented refusal happens with nothing written.
 //
-// The calls a settle makes are discovered from a clean run's trace (calls
-// before the first model call), so the matrix follows the implementation:
-// the first attempt is faulted at each of its calls with each fault that
+// The cells are written down, not read off the code under test: a settle
+// makes the calls in settleCalls (the tail read, then the append of its
+// batch), and the first recovery after a fault makes the calls in
+// recoveryCalls. Each cell asserts the calls it saw are the table's, so a
+// settle that skips its read, appends twice, or a recovery that appends a
+// committed batch again fails, whatever the history looks like. The first
+// attempt is faulted at each call of settleCalls with each fault that
 // applies; for one first fault of each resulting state (before unknown,
-// nothing committed, committed) the recovery attempt is faulted the same
-// way. Live cells read through LatestReader (when the adapter has it),
-// JSON cells through the full-read fallback.
+// nothing committed, committed) the recovery is faulted at each call of its
+// row. That is matrixCells cells per flow and mode. Live cells read through
+// LatestReader (when the adapter has it), JSON cells through the full-read
+// fallback.
 
 func init() {
 	for _, f := range matrixFlows() {
@@ -125,11 +131,59 @@ func faultsOf(trace []opRecord) []fault {
 	return out
 }
 
+// callsUpTo returns how many calls of a settle run when fault f ends it:
+// the calls up to and including the faulted one.
+func callsUpTo(settle []opRecord, f fault) int {
+	for i, r := range settle {
+		if r.op == f.op && r.n == f.n {
+			return i + 1
+		}
+	}
+	return len(settle)
+}
+
 // recoveryRepresentative reports whether the state a first fault of kind k
 // leaves gets its recovery faulted too: one kind per state (before
 // unknown, nothing committed, committed).
 func recoveryRepresentative(k faultKind) bool {
 	return k == faultFailRead || k == faultFailBeforeCommit || k == faultLoseAck
+}
+
+// settleCalls are the session calls of every flow's settle, before the
+// attempt's model call: one tail read (the before digests), then one
+// append of the two-item batch (the call and its output, or the two
+// outputs).
+var settleCalls = []opRecord{{op: opRead, n: 1}, {op: opAppend, n: 1, size: 2}}
+
+// recoveryCalls are the session calls of the first clean recovery after a
+// first fault of each kind.
+var recoveryCalls = map[faultKind][]opRecord{
+	// Nothing was written: read the tail, find nothing, append the batch.
+	faultFailRead:           settleCalls,
+	faultCancelRead:         settleCalls,
+	faultFailBeforeCommit:   settleCalls,
+	faultCancelBeforeCommit: settleCalls,
+	// The batch committed: the tail read finds it, nothing is appended.
+	faultLoseAck:          {{op: opRead, n: 1}},
+	faultCommitThenCancel: {{op: opRead, n: 1}},
+	// Half the batch committed: the tail read proves neither outcome and
+	// the recovery refuses, appending nothing.
+	faultPartialCommit: {{op: opRead, n: 1}},
+}
+
+// matrixCells is the number of cells per flow and mode: the clean cell,
+// 2 read faults + 5 append faults on the settle, then the recovery faulted
+// after fail-read (7), fail-before-commit (7) and commit-then-lose-ack (2).
+const matrixCells = 1 + 7 + 7 + 7 + 2
+
+// calls strips a trace to what the table states: the operation, its call
+// number and its batch size.
+func calls(trace []opRecord) []opRecord {
+	out := make([]opRecord, len(trace))
+	for i, r := range trace {
+		out[i] = opRecord{op: r.op, n: r.n, size: r.size}
+	}
+	return out
 }
 
 // maxCellFailures bounds how many failing cells one clause reports.
@@ -151,19 +205,33 @@ func runMatrix(x *sc, f matrixFlow) {
 		}
 		return t1, t2
 	}
-	base, _ := run("clean", nil, nil)
-	firsts := faultsOf(base)
-	if len(firsts) == 0 {
-		x.Fatalf("fault-matrix %s: the clean attempt made no session call before its model call", f.name)
+	expect := func(what string, want, got []opRecord) {
+		if got != nil && !slices.Equal(want, calls(got)) {
+			failures++
+			if failures <= maxCellFailures {
+				x.Errorf("fault-matrix %s/%s: %s made the session calls %v, the table says %v", f.name, x.mode, what, calls(got), want)
+			}
+		}
 	}
-	for _, f1 := range firsts {
-		_, rec := run(f1.String(), []fault{f1}, nil)
+	base, _ := run("clean", nil, nil)
+	expect("the clean settle", settleCalls, base)
+	for _, f1 := range faultsOf(settleCalls) {
+		want, ok := recoveryCalls[f1.kind]
+		if !ok {
+			x.Fatalf("fault-matrix: no recovery row for %s", f1.kind)
+		}
+		t1, rec := run(f1.String(), []fault{f1}, nil)
+		expect("the settle faulted with "+f1.String(), settleCalls[:callsUpTo(settleCalls, f1)], t1)
+		expect("the recovery after "+f1.String(), want, rec)
 		if !recoveryRepresentative(f1.kind) {
 			continue
 		}
-		for _, f2 := range faultsOf(rec) {
+		for _, f2 := range faultsOf(want) {
 			run(f1.String()+" then "+f2.String(), []fault{f1}, []fault{f2})
 		}
+	}
+	if cells != matrixCells {
+		x.Errorf("fault-matrix %s/%s: ran %d cells, the table has %d", f.name, x.mode, cells, matrixCells)
 	}
 	if failures > maxCellFailures {
 		x.Errorf("fault-matrix %s/%s: %d of %d cells failed (first %d shown)", f.name, x.mode, failures, cells, maxCellFailures)
