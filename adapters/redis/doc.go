@@ -18,9 +18,12 @@
 // A session is two keys:
 //
 //	<prefix>:{<escaped id>}:items   list of items, oldest first, each the item's JSON bytes as given
-//	<prefix>:{<escaped id>}:meta    hash: session_id, created_at, updated_at (Unix milliseconds, server clock)
+//	<prefix>:{<escaped id>}:meta    hash: session_id, created_at (Unix milliseconds, client clock)
 //
-// The prefix defaults to "agents:session". The braces are a Redis Cluster
+// The prefix defaults to "agents:native" (DefaultKeyPrefix). The metadata
+// is written when the session's list is created and never rewritten by an
+// append, as nothing of it changes (stores written by earlier versions
+// also hold an updated_at field, which is left alone). The braces are a Redis Cluster
 // hash tag: Redis hashes only the substring between the first '{' of a key
 // and the first '}' after it, so both keys of a session hash to the same
 // slot and every operation below is a single-slot, atomic step on one
@@ -38,33 +41,47 @@
 //
 // # Round trips
 //
-// Every operation is one round trip to the server (tests count them with a
-// go-redis hook):
+// Round trips per operation (tests count them with a go-redis hook):
 //
-//	AddItems      1  EVALSHA: HSET/HSETNX metadata from redis TIME, RPUSH all items (4000 per RPUSH
-//	                 inside the script, below Lua's C-stack limit on unpack), PEXPIRE every key
+//	AddItems      1  native, no TTL: RPUSHX of all the items, nothing else; when the list does
+//	                 not exist yet (RPUSHX writes nothing and answers 0), 1 more: the append script
+//	              1  with a TTL, or in the Python layout: EVALSHA of the append script: metadata
+//	                 (native: only for a new list), RPUSH all items (4000 per RPUSH inside the
+//	                 script, below Lua's C-stack limit on unpack), PEXPIRE every key
 //	Items         1  LRANGE 0 -1
 //	LatestItems   1  LRANGE -n -1; only when corrupt records are among the newest n does the
 //	                 window double and get read again, whole (one more round trip each time)
-//	PopItem       1  RPOP (with a TTL: a script that pops and refreshes); one more per corrupt record
+//	PopItem       2  LRANGE -1 -1, then EVALSHA of a script that pops that record only if it is
+//	                 still the newest, byte for byte; the read window doubles (one more round
+//	                 trip each time) while it holds unreadable records only
 //	Clear         1  DEL of every key of the session
-//	ReplaceItems  1  EVALSHA: DEL + RPUSH + metadata + PEXPIRE, atomically
+//	ReplaceItems  1  EVALSHA: metadata + DEL + RPUSH + PEXPIRE, atomically
 //	Touch         1  EVALSHA: PEXPIRE every key
 //	ExpiresIn     1  PTTL of the items list
+//
+// The scripts do only what needs the server's atomicity: timestamps,
+// validation and sizes are the client's work. PopItem costs two round
+// trips because the client, not the server, decides whether a record is
+// readable (Lua's cjson accepts records this library refuses, and the
+// reverse), and a record is deleted only once the client has read it and
+// found it valid.
 //
 // With RefreshOnRead and a TTL, Items and LatestItems run LRANGE and the
 // PEXPIREs in one script: still one round trip. The first script call on
 // a server that has not cached the script costs one more (EVALSHA answers
 // NOSCRIPT without running anything, and the script is sent with EVAL).
 //
-// Atomicity: a batch is one script, and Redis runs a script without
-// interleaving any other command, so concurrent writers (other goroutines,
-// clients, processes) never interleave inside a batch and there is no
-// optimistic retry (unlike the Python SDK's WATCH/MULTI loop). A script's
-// writes are not rolled back if it fails midway, so the write scripts do
-// the write that can fail (HSET of the metadata) first and push the items
-// last; only the first RPUSH can fail, so a batch is present wholly or not
-// at all. Write commands (the scripts, RPOP) are sent with go-redis's
+// Atomicity: a batch is one command (RPUSHX) or one script, and Redis
+// runs either without interleaving any other command, so concurrent
+// writers (other goroutines, clients, processes) never interleave inside a
+// batch and there is no optimistic retry. A script's writes are not rolled
+// back if it fails midway, so the write scripts do the write that can fail
+// (HSET of the metadata) first and push the items last; only the first
+// RPUSH can fail, so a batch is present wholly or not at all, and a key
+// of the session clobbered with another type makes the write fail with
+// nothing written. Under concurrency every append is one plain command
+// (or one script) on its own pooled connection, exactly as raw go-redis
+// code would send it; nothing serialises the callers. Write commands (the scripts, RPOP) are sent with go-redis's
 // NoRetry: go-redis otherwise resends a command after some network errors
 // even when the server may have run it, which would append a batch twice
 // or drop a popped item. Such an error reaches the caller, and the batch
@@ -90,7 +107,10 @@
 //	<prefix>:<id>:messages   list of JSON strings, oldest first
 //	<prefix>:<id>:counter    deleted by Clear and expired with the others, never written
 //
-// with the same default prefix. The Python SDK writes
+// with the Python SDK's default prefix, "agents:session"
+// (DefaultPythonKeyPrefix), and on every append the metadata Python
+// writes (session_id and updated_at; created_at once), with the client's
+// clock in seconds, as Python's time.time(). The Python SDK writes
 // json.dumps(item, separators=(",", ":")); this adapter writes the item's
 // bytes exactly as it has them (the round trip is byte for byte), which
 // Python's json.loads reads just as well. Ids are not escaped in this
@@ -100,11 +120,53 @@
 // its three keys share no hash tag, so they live in different slots and
 // no single atomic step can write them together.
 //
+// # Two layouts in one database
+//
+// Every Python-layout key is <prefix>:<id>[:suffix] for an arbitrary id,
+// so with one prefix for both layouts a Python-layout id such as
+// "{victim}:meta" names the native session "victim"'s metadata (its
+// append rewrites it, its clear deletes it), and "{victim}:items" names
+// its items. The two defaults are therefore distinct, and neither lies
+// under the other: native keys start with "agents:native:{", Python keys
+// with "agents:session:". New refuses (ErrPrefixOverlap) a native prefix
+// equal to "agents:session" or under "agents:session:", and a Python
+// prefix equal to "agents:native" or one that "agents:native" lies under
+// ("agents"). With prefixes of your own, keep the same rule: a native
+// prefix P and a Python prefix Q may share a database only when P+":"
+// does not start with Q+":". An in-place migration between the layouts
+// (sessionctl migrate --to '…?layout=python' on the database it reads)
+// therefore writes the Python keys beside the native ones, never over
+// them.
+//
+// Why distinct defaults rather than a refusal to mix: the Python layout's
+// default must stay the Python SDK's, and the Python SDK itself writes
+// any id under it without asking anyone, so only moving the native
+// default out of its key space keeps a real Python process from reaching
+// native keys.
+//
+// # Stores written with the old native default
+//
+// Versions before this one used "agents:session" as the native default
+// too. Such a store is now refused under that prefix; move its sessions,
+// every byte and expiry kept, with
+//
+//	moved, err := redis.MovePrefix(ctx, client, "agents:session", "")
+//
+// (every session's two keys are renamed together, atomically, to the new
+// default "agents:native"; a session whose keys were already reached by a
+// Python-layout id is left in place and named in the error), or with any
+// tool that renames "agents:session:{ID}:items" and
+// "agents:session:{ID}:meta" to "agents:native:{ID}:...". Stop the
+// writers of the old prefix first.
+//
 // # Corrupt records
 //
 // A list element that is not a JSON object is skipped by reads (it never
-// hides valid items and never reduces a latest-N count), removed and
-// skipped by PopItem, and each one is reported through Options.OnCorrupt
-// with its list index ("index 3", or "index -2 (from the end)" for a
-// latest-N read).
+// hides valid items and never reduces a latest-N count), and each one is
+// reported through Options.OnCorrupt with its list index ("index 3", or
+// "index -2 (from the end)" for a latest-N read). PopItem never deletes
+// one: it pops the newest valid item, leaves the unreadable records above
+// it in place byte for byte, and reports them ("index -1 (from the end),
+// kept"); Python's pop_item, by contrast, removes an unreadable newest
+// record and returns None.
 package redis

@@ -100,20 +100,22 @@ func TestParseKey(t *testing.T) {
 		kind        KeyKind
 		ok          bool
 	}{
-		{"", "agents:session:{abc}:items", "abc", KeyItems, true},
-		{"", "agents:session:{a%3Ab}:meta", "a:b", KeyMeta, true},
+		{"", "agents:native:{abc}:items", "abc", KeyItems, true},
+		{"", "agents:native:{a%3Ab}:meta", "a:b", KeyMeta, true},
 		{"p", "p:{%7Bx%7D}:items", "{x}", KeyItems, true},
-		{"", "agents:session:{abc}:other", "", 0, false},
-		{"", "agents:session:{}:items", "", 0, false},
-		{"", "agents:session:{a:b}:items", "", 0, false},       // a raw ':' is never produced
-		{"", "agents:session:{a%3ab}:items", "", 0, false},     // lower-case hex is never produced
-		{"", "agents:session:{a%41b}:items", "", 0, false},     // only escaped bytes are escaped
-		{"", "agents:session:{a%3}:items", "", 0, false},       // truncated escape
-		{"", "other:{abc}:items", "", 0, false},                // another prefix
-		{"", "agents:session:abc:messages", "", 0, false},      // the Python layout
-		{"", "agents:session:{abc}:items:x", "", 0, false},     // trailing junk
-		{"", "agents:session:{abc:items", "", 0, false},        // no closing brace
-		{"agents", "agents:session:{abc}:items", "", 0, false}, // prefix must match exactly
+		{"", "agents:native:{abc}:other", "", 0, false},
+		{"", "agents:native:{}:items", "", 0, false},
+		{"", "agents:native:{a:b}:items", "", 0, false},       // a raw ':' is never produced
+		{"", "agents:native:{a%3ab}:items", "", 0, false},     // lower-case hex is never produced
+		{"", "agents:native:{a%41b}:items", "", 0, false},     // only escaped bytes are escaped
+		{"", "agents:native:{a%3}:items", "", 0, false},       // truncated escape
+		{"", "other:{abc}:items", "", 0, false},               // another prefix
+		{"", "agents:native:abc:messages", "", 0, false},      // the Python layout
+		{"", "agents:native:{abc}:items:x", "", 0, false},     // trailing junk
+		{"", "agents:native:{abc:items", "", 0, false},        // no closing brace
+		{"agents", "agents:native:{abc}:items", "", 0, false}, // prefix must match exactly
+		{"", "agents:session:{abc}:items", "", 0, false},      // the old native default is not the default
+		{"agents:session", "agents:session:{abc}:items", "abc", KeyItems, true},
 	} {
 		t.Run(tc.key, func(t *testing.T) {
 			id, kind, ok := ParseKey(tc.prefix, tc.key)

@@ -9,9 +9,17 @@ import (
 	"github.com/agentsessions/sessions/session/driver"
 )
 
-// DefaultKeyPrefix is the key prefix used when Options.KeyPrefix is empty;
-// it is also the Python SDK's default.
-const DefaultKeyPrefix = "agents:session"
+// DefaultKeyPrefix is the key prefix of the native layout when
+// Options.KeyPrefix is empty. It differs from DefaultPythonKeyPrefix, and
+// neither lies under the other, so that no session id of one layout can
+// name a key of the other in one database (see the package documentation,
+// "Two layouts in one database"). Before this was so, the native default
+// was "agents:session": see "Stores written with the old native default".
+const DefaultKeyPrefix = "agents:native"
+
+// DefaultPythonKeyPrefix is the key prefix of the Python layout when
+// Options.KeyPrefix is empty: the Python SDK's RedisSession default.
+const DefaultPythonKeyPrefix = "agents:session"
 
 // DefaultMaxBatchBytes is the batch size limit used when
 // Options.MaxBatchBytes is zero. A batch is one Lua script call: the
@@ -50,8 +58,13 @@ func (l Layout) String() string {
 
 // Options configures a Store. The zero value is ready to use.
 type Options struct {
-	// KeyPrefix starts every key; empty means DefaultKeyPrefix. It must not
-	// contain '{' or '}', which would change the keys' hash tag.
+	// KeyPrefix starts every key; empty means the layout's default,
+	// DefaultKeyPrefix or DefaultPythonKeyPrefix. It must not contain '{'
+	// or '}', which would change the keys' hash tag. A native prefix may
+	// not be the Python layout's default prefix nor lie under it, and a
+	// Python prefix may not be the native default nor have it under it
+	// (ErrPrefixOverlap): a session id of one layout could otherwise name
+	// a key of the other.
 	KeyPrefix string
 	// TTL, when positive, expires all keys of a session together TTL after
 	// its last write (and after its last read with RefreshOnRead). Redis
@@ -76,22 +89,37 @@ type Options struct {
 // ErrInvalidOptions reports Options the Store cannot use.
 var ErrInvalidOptions = errors.New("redis: invalid options")
 
+// ErrPrefixOverlap reports a key prefix whose keys one id of the other
+// layout, at its default prefix, could name; it wraps ErrInvalidOptions.
+var ErrPrefixOverlap = fmt.Errorf("%w: key prefix shared with the other layout", ErrInvalidOptions)
+
 // ErrClusterLayout reports LayoutPython on a cluster client.
 var ErrClusterLayout = errors.New("redis: the Python layout cannot be used on a cluster client: its three keys share no hash tag, so no atomic multi-key step is possible")
 
 // normalize fills defaults and validates the options.
 func (o Options) normalize() (Options, error) {
+	if o.Layout != LayoutNative && o.Layout != LayoutPython {
+		return o, fmt.Errorf("%w: unknown layout %v", ErrInvalidOptions, o.Layout)
+	}
 	if o.KeyPrefix == "" {
 		o.KeyPrefix = DefaultKeyPrefix
+		if o.Layout == LayoutPython {
+			o.KeyPrefix = DefaultPythonKeyPrefix
+		}
 	}
 	if strings.ContainsAny(o.KeyPrefix, "{}") {
 		return o, fmt.Errorf("%w: key prefix %q contains '{' or '}', which would change the keys' hash tag", ErrInvalidOptions, o.KeyPrefix)
 	}
+	switch {
+	case o.Layout == LayoutNative && prefixesOverlap(o.KeyPrefix, DefaultPythonKeyPrefix):
+		return o, fmt.Errorf("%w: native key prefix %q lies in the Python layout's key space (%q:<id>), where a Python-layout id such as \"{x}:meta\" names this layout's keys; use another prefix, or move stores written with the old default with MovePrefix",
+			ErrPrefixOverlap, o.KeyPrefix, DefaultPythonKeyPrefix)
+	case o.Layout == LayoutPython && prefixesOverlap(DefaultKeyPrefix, o.KeyPrefix):
+		return o, fmt.Errorf("%w: Python-layout key prefix %q covers the native layout's default key space (%q:{<id>}:...)",
+			ErrPrefixOverlap, o.KeyPrefix, DefaultKeyPrefix)
+	}
 	if o.TTL < 0 {
 		return o, fmt.Errorf("%w: negative TTL %v", ErrInvalidOptions, o.TTL)
-	}
-	if o.Layout != LayoutNative && o.Layout != LayoutPython {
-		return o, fmt.Errorf("%w: unknown layout %v", ErrInvalidOptions, o.Layout)
 	}
 	if o.MaxBatchBytes == 0 {
 		o.MaxBatchBytes = DefaultMaxBatchBytes
@@ -105,4 +133,16 @@ func (o Options) ttlMillis() int64 {
 		return 0
 	}
 	return int64((o.TTL + time.Millisecond - 1) / time.Millisecond)
+}
+
+// prefixesOverlap reports whether a Python-layout id under pythonPrefix
+// can name a native-layout key under nativePrefix. Every Python-layout key
+// is pythonPrefix + ":" + id (+ a suffix) for an arbitrary id, and every
+// native key starts with nativePrefix + ":{", so the two key spaces meet
+// exactly when nativePrefix + ":" starts with pythonPrefix + ":". (Neither
+// prefix holds a brace, so a Python prefix that extends the native prefix
+// cannot reach a native key, whose next byte after nativePrefix + ":" is
+// '{'.)
+func prefixesOverlap(nativePrefix, pythonPrefix string) bool {
+	return strings.HasPrefix(nativePrefix+":", pythonPrefix+":")
 }

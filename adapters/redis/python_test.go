@@ -77,9 +77,9 @@ func TestPythonLayoutReadsPython(t *testing.T) {
 	ctx := context.Background()
 	c := standaloneClient(t)
 	id := uniqueID(t)
-	pythonAddItems(t, c, DefaultKeyPrefix, id, 0, pythonItems[:2])
-	pythonAddItems(t, c, DefaultKeyPrefix, id, 0, pythonItems[2:])
-	require.NoError(t, c.Incr(ctx, DefaultKeyPrefix+":"+id+":counter").Err(), "as _get_next_id would")
+	pythonAddItems(t, c, DefaultPythonKeyPrefix, id, 0, pythonItems[:2])
+	pythonAddItems(t, c, DefaultPythonKeyPrefix, id, 0, pythonItems[2:])
+	require.NoError(t, c.Incr(ctx, DefaultPythonKeyPrefix+":"+id+":counter").Err(), "as _get_next_id would")
 
 	st := newStore(t, c, Options{Layout: LayoutPython}) // the default prefix, as Python's
 	s, err := st.Session(id)

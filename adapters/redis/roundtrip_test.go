@@ -120,22 +120,25 @@ func TestRoundTrips(t *testing.T) {
 				fn   func() error
 				want []string
 			}{
-				{"append", func() error { return s.AddItems(ctx, batch) }, []string{"evalsha"}},
-				{"append again", func() error { return s.AddItems(ctx, batch) }, []string{"evalsha"}},
+				{"append to a new session (RPUSHX finds no list, the script creates it)", func() error { return s.AddItems(ctx, batch) }, []string{"rpushx", "evalsha"}},
+				{"append again", func() error { return s.AddItems(ctx, batch) }, []string{"rpushx"}},
 				{"latest-N", func() error { _, err := s.LatestItems(ctx, 5); return err }, []string{"lrange"}},
 				{"latest-N beyond the history", func() error { _, err := s.LatestItems(ctx, 1000); return err }, []string{"lrange"}},
 				{"items", func() error { _, err := s.Items(ctx); return err }, []string{"lrange"}},
-				{"pop", func() error { _, _, err := s.PopItem(ctx); return err }, []string{"rpop"}},
+				{"pop", func() error { _, _, err := s.PopItem(ctx); return err }, []string{"lrange", "evalsha"}},
 				{"replace", func() error { return s.ReplaceItems(ctx, batch[:3]) }, []string{"evalsha"}},
 				{"clear", func() error { return s.Clear(ctx) }, []string{"del"}},
-				{"pop empty", func() error { _, _, err := s.PopItem(ctx); return err }, []string{"rpop"}},
-				{"append 10000 items (several RPUSH chunks in the script)", func() error {
+				{"pop empty", func() error { _, _, err := s.PopItem(ctx); return err }, []string{"lrange"}},
+				{"append 10000 items to a new session (several RPUSH chunks in the script)", func() error {
 					return s.AddItems(ctx, conformance.Numbered("big", 10000))
-				}, []string{"evalsha"}},
+				}, []string{"rpushx", "evalsha"}},
+				{"append 10000 items again (one RPUSHX)", func() error {
+					return s.AddItems(ctx, conformance.Numbered("big2", 10000))
+				}, []string{"rpushx"}},
 				{"ttl append", func() error { return ts.AddItems(ctx, batch) }, []string{"evalsha"}},
 				{"ttl latest-N with refresh", func() error { _, err := ts.LatestItems(ctx, 5); return err }, []string{"evalsha"}},
 				{"ttl items with refresh", func() error { _, err := ts.Items(ctx); return err }, []string{"evalsha"}},
-				{"ttl pop", func() error { _, _, err := ts.PopItem(ctx); return err }, []string{"evalsha"}},
+				{"ttl pop", func() error { _, _, err := ts.PopItem(ctx); return err }, []string{"lrange", "evalsha"}},
 				{"ttl replace", func() error { return ts.ReplaceItems(ctx, batch) }, []string{"evalsha"}},
 				{"touch", func() error { return ts.Touch(ctx) }, []string{"evalsha"}},
 				{"expires-in", func() error { _, _, err := ts.ExpiresIn(ctx); return err }, []string{"pttl"}},
@@ -149,7 +152,7 @@ func TestRoundTrips(t *testing.T) {
 			}
 			all, err := s.Items(ctx)
 			require.NoError(t, err)
-			require.Len(t, all, 10000)
+			require.Len(t, all, 20000)
 		})
 	}
 }
@@ -181,8 +184,9 @@ func TestRoundTripsCorruptWindow(t *testing.T) {
 	assert.Equal(t, "index -3 (from the end)", reps[0].Position)
 }
 
-// TestNoScriptFallback: after SCRIPT FLUSH the first append costs EVALSHA
-// (answered NOSCRIPT, nothing run) plus EVAL, and lands exactly once.
+// TestNoScriptFallback: after SCRIPT FLUSH the first append to a new
+// session costs RPUSHX (no list: nothing written), EVALSHA (answered
+// NOSCRIPT, nothing run) plus EVAL, and lands exactly once.
 func TestNoScriptFallback(t *testing.T) {
 	ctx := context.Background()
 	counter := &tripCounter{}
@@ -197,10 +201,15 @@ func TestNoScriptFallback(t *testing.T) {
 	var aerr error
 	trips := counter.during(func() { aerr = s.AddItems(ctx, conformance.Numbered("n", 3)) })
 	require.NoError(t, aerr)
-	require.Equal(t, []string{"evalsha", "eval"}, trips)
+	require.Equal(t, []string{"rpushx", "evalsha", "eval"}, trips)
 	trips = counter.during(func() { aerr = s.AddItems(ctx, conformance.Numbered("m", 1)) })
 	require.NoError(t, aerr)
-	require.Equal(t, []string{"evalsha"}, trips, "EVAL cached the script")
+	require.Equal(t, []string{"rpushx"}, trips, "the list exists: one RPUSHX")
+	s2, err := st.Session("ns2")
+	require.NoError(t, err)
+	trips = counter.during(func() { aerr = s2.AddItems(ctx, conformance.Numbered("o", 1)) })
+	require.NoError(t, aerr)
+	require.Equal(t, []string{"rpushx", "evalsha"}, trips, "EVAL cached the script")
 	got, err := s.Items(ctx)
 	require.NoError(t, err)
 	require.Equal(t, texts(append(conformance.Numbered("n", 3), conformance.Numbered("m", 1)...)), texts(got))

@@ -23,21 +23,32 @@ import (
 // or OOM, which Redis checks on a script's first write only), so a batch is
 // never half-present.
 //
+// The scripts do only what needs the server's atomicity; everything the
+// client can do (timestamps, validation, sizes) it does before sending.
+//
 // ARGV of the write scripts: ttl in milliseconds (0: none), the session id,
-// the timestamp unit ("ms" native, "s" Python), then the items.
+// the client's clock in the layout's unit, then the items.
 
-// The write scripts are composed from these pieces, in this order: the
-// metadata first, so that a key of the wrong type aborts the script before
-// any item is touched (Redis does not roll back a script's earlier writes).
+// The write scripts are composed from these pieces.
 const (
-	// stampSrc stamps the metadata hash with the server's clock.
-	stampSrc = `
+	// nativeStampSrc writes the native metadata (session_id, created_at)
+	// only when the session's list does not exist yet: once the session
+	// exists, nothing of it changes, so an append does not rewrite it. A
+	// list key of another type exists too, and then the first RPUSH fails
+	// before anything is written.
+	nativeStampSrc = `
 local n = #ARGV
-local t = redis.call('TIME')
-local now = t[1]
-if ARGV[3] == 'ms' then now = now .. string.format('%03d', math.floor(tonumber(t[2]) / 1000)) end
-redis.call('HSET', KEYS[2], 'session_id', ARGV[2], 'updated_at', now)
-redis.call('HSETNX', KEYS[2], 'created_at', now)
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('HSET', KEYS[2], 'session_id', ARGV[2])
+  redis.call('HSETNX', KEYS[2], 'created_at', ARGV[3])
+end
+`
+	// pythonStampSrc writes what the Python SDK's add_items writes:
+	// session_id and updated_at on every append, created_at once.
+	pythonStampSrc = `
+local n = #ARGV
+redis.call('HSET', KEYS[2], 'session_id', ARGV[2], 'updated_at', ARGV[3])
+redis.call('HSETNX', KEYS[2], 'created_at', ARGV[3])
 `
 	// pushExpireSrc pushes ARGV[4:] in chunks (unpack of a huge list would
 	// overflow Lua's C stack), refreshes every key's expiry, and returns the
@@ -54,31 +65,68 @@ if ttl > 0 then
 end
 return n - 3
 `
-)
-
-// appendSrc appends a batch and updates the metadata.
-const appendSrc = stampSrc + pushExpireSrc
-
-// replaceSrc replaces the history atomically; with no items it deletes
-// every key of the session, as Clear does.
-const replaceSrc = `
+	// replaceHeadSrc: replacing with no items deletes every key of the
+	// session, as Clear does.
+	replaceHeadSrc = `
 if #ARGV == 3 then
   redis.call('DEL', unpack(KEYS))
   return 0
 end
-` + stampSrc + `
+`
+)
+
+// appendSrc appends a batch in the native layout, creating the metadata
+// when the session is new. AddItems sends it when there is a TTL, or when
+// its plain RPUSHX found no list.
+const appendSrc = nativeStampSrc + pushExpireSrc
+
+// pythonAppendSrc appends a batch in the Python layout.
+const pythonAppendSrc = pythonStampSrc + pushExpireSrc
+
+// replaceSrc replaces the history atomically in the native layout: the
+// metadata is checked (HSET fails on a key of another type) before the list
+// is deleted, and created_at is kept.
+const replaceSrc = replaceHeadSrc + `
+local n = #ARGV
+redis.call('HSET', KEYS[2], 'session_id', ARGV[2])
+redis.call('HSETNX', KEYS[2], 'created_at', ARGV[3])
 redis.call('DEL', KEYS[1])
 ` + pushExpireSrc
 
-// popSrc pops the newest record and refreshes the expiry of every key;
-// ARGV[1] is the ttl in milliseconds. It returns {record, remaining
-// length} (so the record's index is the remaining length) or nil.
+// pythonReplaceSrc replaces the history atomically in the Python layout.
+const pythonReplaceSrc = replaceHeadSrc + pythonStampSrc + `
+redis.call('DEL', KEYS[1])
+` + pushExpireSrc
+
+// popSrc pops the newest valid item only if the newest records are still,
+// byte for byte, the ones the client read and checked: ARGV[1] is the ttl
+// in milliseconds, ARGV[2] the item to pop and ARGV[3:] the unreadable
+// records above it, oldest first. Those are put back unchanged (with the
+// list's expiry, should the list have been emptied on the way), so only
+// the item is removed. It returns 1 when it popped, 0 (having changed
+// nothing) when the records differ.
 const popSrc = `
-local v = redis.call('RPOP', KEYS[1])
-if not v then return false end
+local m = #ARGV - 1
+local cur = redis.call('LRANGE', KEYS[1], -m, -1)
+if #cur ~= m then return 0 end
+for i = 1, m do
+  if cur[i] ~= ARGV[i + 1] then return 0 end
+end
+local pttl = -1
+if m > 1 then pttl = redis.call('PTTL', KEYS[1]) end
+redis.call('LTRIM', KEYS[1], 0, -m - 1)
+for i = 2, m, 4000 do
+  local j = i + 3999
+  if j > m then j = m end
+  redis.call('RPUSH', KEYS[1], unpack(cur, i, j))
+end
 local ttl = tonumber(ARGV[1])
-for _, k in ipairs(KEYS) do redis.call('PEXPIRE', k, ttl) end
-return {v, redis.call('LLEN', KEYS[1])}
+if ttl > 0 then
+  for _, k in ipairs(KEYS) do redis.call('PEXPIRE', k, ttl) end
+elseif pttl > 0 then
+  redis.call('PEXPIRE', KEYS[1], pttl)
+end
+return 1
 `
 
 // rangeSrc reads LRANGE KEYS[1] ARGV[2] ARGV[3] and refreshes the expiry
@@ -106,12 +154,15 @@ type script struct {
 func newScript(src string) *script { return &script{src: src, sha: goredis.NewScript(src).Hash()} }
 
 var (
-	allScripts    = []*script{appendScript, replaceScript, popScript, rangeScript, touchScript}
-	appendScript  = newScript(appendSrc)
-	replaceScript = newScript(replaceSrc)
-	popScript     = newScript(popSrc)
-	rangeScript   = newScript(rangeSrc)
-	touchScript   = newScript(touchSrc)
+	allScripts = []*script{appendScript, pythonAppendScript, replaceScript, pythonReplaceScript,
+		popScript, rangeScript, touchScript}
+	appendScript        = newScript(appendSrc)
+	pythonAppendScript  = newScript(pythonAppendSrc)
+	replaceScript       = newScript(replaceSrc)
+	pythonReplaceScript = newScript(pythonReplaceSrc)
+	popScript           = newScript(popSrc)
+	rangeScript         = newScript(rangeSrc)
+	touchScript         = newScript(touchSrc)
 )
 
 // once wraps a command that must reach the server at most once. go-redis

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -143,12 +144,21 @@ func (s *Session) report(ctx context.Context, bad []driver.CorruptRecord) {
 	}
 }
 
-// AddItems appends items as one atomic batch in one round trip: a Lua
-// script (EVALSHA) that RPUSHes every item, stamps the metadata with the
-// server's clock and, with a TTL, sets the expiry of all the session's keys.
-// The batch is validated, and its size checked against MaxBatchBytes,
-// before anything is sent. Once sent, the script runs to completion even if
-// ctx is cancelled meanwhile, and the error reports its outcome.
+// AddItems appends items as one atomic batch in one round trip. The batch
+// is validated, and its size checked against MaxBatchBytes, before
+// anything is sent.
+//
+// In the native layout without a TTL the append is a single RPUSHX of all
+// the items: one command, so the batch lands whole and contiguous or not
+// at all, and nothing else is written (the metadata does not change once
+// the session exists). Only when the list does not exist yet (RPUSHX
+// answers 0 and writes nothing) does a second round trip run the append
+// script, which writes the metadata, then pushes. With a TTL, and in the
+// Python layout, the append is the script (EVALSHA): it writes the
+// metadata the layout needs (only when the list is new, in the native
+// layout), pushes, and sets the expiry of every key. Once sent, a command
+// runs to completion even if ctx is cancelled meanwhile, and the error
+// reports its outcome.
 func (s *Session) AddItems(ctx context.Context, items []session.Item) error {
 	if err := s.begin(ctx); err != nil {
 		return err
@@ -159,89 +169,159 @@ func (s *Session) AddItems(ctx context.Context, items []session.Item) error {
 	if len(items) == 0 {
 		return nil
 	}
-	argv, err := s.writeArgs(items)
-	if err != nil {
+	if err := s.checkSize(items); err != nil {
 		return err
 	}
-	if err := s.st.run(context.WithoutCancel(ctx), appendScript, s.keys, argv...).Err(); err != nil {
+	wctx := context.WithoutCancel(ctx)
+	if s.st.opts.Layout == LayoutNative && s.st.ttlMS == 0 {
+		n, err := s.pushx(wctx, items)
+		if err != nil {
+			return fmt.Errorf("redis: append to session %q: %w", s.id, err)
+		}
+		if n > 0 {
+			return nil
+		}
+		// The list does not exist: nothing was written; the script creates
+		// the session.
+	}
+	sc := appendScript
+	if s.st.opts.Layout == LayoutPython {
+		sc = pythonAppendScript
+	}
+	if err := s.st.run(wctx, sc, s.keys, s.writeArgs(items)...).Err(); err != nil {
 		return fmt.Errorf("redis: append to session %q: %w", s.id, err)
 	}
 	return nil
 }
 
-// writeArgs returns ARGV of the write scripts: ttl, id, timestamp unit,
-// then the items' bytes (sent as they are, never re-encoded).
-func (s *Session) writeArgs(items []session.Item) ([]any, error) {
+// pushx sends RPUSHX of every item onto the items list (at most once) and
+// returns the list's new length: 0 when the list did not exist, in which
+// case nothing was written.
+func (s *Session) pushx(ctx context.Context, items []session.Item) (int64, error) {
+	args := make([]any, 2, 2+len(items))
+	args[0], args[1] = "rpushx", s.keys[0]
+	for _, it := range items {
+		args = append(args, it.Bytes())
+	}
+	cmd := goredis.NewIntCmd(ctx, args...)
+	cmd.SetFirstKeyPos(1)
+	_ = s.st.client.Process(ctx, once{cmd})
+	return cmd.Result()
+}
+
+// checkSize refuses a batch bigger than MaxBatchBytes.
+func (s *Session) checkSize(items []session.Item) error {
+	max := s.st.opts.MaxBatchBytes
+	if max <= 0 {
+		return nil
+	}
 	size := 0
 	for _, it := range items {
 		size += len(it.Bytes())
 	}
-	if max := s.st.opts.MaxBatchBytes; max > 0 && size > max {
-		return nil, fmt.Errorf("%w: %d items of %d bytes exceed MaxBatchBytes %d",
+	if size > max {
+		return fmt.Errorf("%w: %d items of %d bytes exceed MaxBatchBytes %d",
 			session.ErrBatchTooLarge, len(items), size, max)
 	}
+	return nil
+}
+
+// writeArgs returns ARGV of the write scripts: ttl, id, the client's
+// clock in the layout's unit (Unix milliseconds native, seconds Python, as
+// Python's time.time()), then the items' bytes (sent as they are, never
+// re-encoded).
+func (s *Session) writeArgs(items []session.Item) []any {
+	now := time.Now()
+	stamp := now.UnixMilli()
+	if s.st.opts.Layout == LayoutPython {
+		stamp = now.Unix()
+	}
 	argv := make([]any, 0, 3+len(items))
-	argv = append(argv, s.st.ttlMS, s.id, s.st.unit)
+	argv = append(argv, s.st.ttlMS, s.id, stamp)
 	for _, it := range items {
 		argv = append(argv, it.Bytes())
 	}
-	return argv, nil
+	return argv
 }
 
-// PopItem removes and returns the newest item in one round trip: RPOP, or
-// with a TTL a script that pops and refreshes the expiry of every key. A
-// corrupt newest record is removed, reported, and the pop goes on to the
-// next record (one more round trip each), as the Python SDK does.
+// maxPopAttempts bounds how often PopItem retries when the newest records
+// change between its read and its conditional pop (each retry means
+// another writer made progress).
+const maxPopAttempts = 100
+
+// PopItem removes and returns the newest valid item. It reads the newest
+// record (LRANGE -1 -1), checks it, and pops it with a script that removes
+// it only if the records it read are still the newest ones, byte for byte
+// (two round trips). A record the library cannot read is never deleted:
+// when the newest records are unreadable, the read window doubles until a
+// valid item is found, the script removes that item and puts the
+// unreadable records above it back in place, unchanged, and each of them
+// is reported through OnCorrupt. When no valid item is left, nothing is
+// removed and PopItem reports an empty session. With a TTL the script also
+// refreshes the expiry of every key.
 func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 	if err := s.begin(ctx); err != nil {
 		return session.Item{}, false, err
 	}
 	wctx := context.WithoutCancel(ctx)
-	for {
-		raw, pos, ok, err := s.popRaw(wctx)
+	for attempt := 0; attempt < maxPopAttempts; attempt++ {
+		it, raws, bad, found, err := s.popCandidate(ctx)
 		if err != nil {
-			return session.Item{}, false, fmt.Errorf("redis: pop from session %q: %w", s.id, err)
+			return session.Item{}, false, err
 		}
-		if !ok {
+		if !found {
+			s.report(ctx, bad)
 			return session.Item{}, false, nil
 		}
-		it, err := driver.DecodeStoredString(raw)
-		if err == nil {
+		argv := make([]any, 0, 1+len(raws))
+		argv = append(argv, s.st.ttlMS)
+		for _, r := range raws {
+			argv = append(argv, r)
+		}
+		ok, err := s.st.run(wctx, popScript, s.keys, argv...).Bool()
+		if err != nil && !errors.Is(err, goredis.Nil) {
+			return session.Item{}, false, fmt.Errorf("redis: pop from session %q: %w", s.id, err)
+		}
+		if ok {
+			s.report(ctx, bad)
 			return it, true, nil
 		}
-		s.st.opts.OnCorrupt.Report(ctx, driver.CorruptRecord{
-			SessionID: s.id, Position: pos, Raw: []byte(raw), Err: err})
 		if s.st.closed.Load() {
 			return session.Item{}, false, session.ErrClosed
 		}
 	}
+	return session.Item{}, false, fmt.Errorf("redis: pop from session %q: the newest records changed %d times in a row while popping", s.id, maxPopAttempts)
 }
 
-// popRaw pops the newest record; pos names where it was.
-func (s *Session) popRaw(ctx context.Context) (raw, pos string, ok bool, err error) {
-	if s.st.ttlMS == 0 {
-		cmd := goredis.NewStringCmd(ctx, "rpop", s.keys[0])
-		cmd.SetFirstKeyPos(1)
-		_ = s.st.client.Process(ctx, once{cmd})
-		raw, err = cmd.Result()
-		if errors.Is(err, goredis.Nil) {
-			return "", "", false, nil
+// popCandidate reads the newest records until it finds the newest valid
+// one: it returns that item, the raw records from it to the end of the
+// list (it first, then the unreadable records above it), and the
+// unreadable ones as reports. found is false when the list holds no valid
+// record; bad then lists every record read.
+func (s *Session) popCandidate(ctx context.Context) (it session.Item, raws []string, bad []driver.CorruptRecord, found bool, err error) {
+	for w := int64(1); ; w *= 2 {
+		start := -w
+		if w > 1<<40 {
+			start = 0
 		}
-		return raw, "index -1 (the newest)", err == nil, err
+		raws, err := s.st.client.LRange(ctx, s.keys[0], start, -1).Result()
+		if err != nil {
+			return session.Item{}, nil, nil, false, fmt.Errorf("redis: pop from session %q: %w", s.id, err)
+		}
+		bad = bad[:0]
+		for i := len(raws) - 1; i >= 0; i-- {
+			it, derr := driver.DecodeStoredString(raws[i])
+			if derr == nil {
+				return it, raws[i:], bad, true, nil
+			}
+			bad = append(bad, driver.CorruptRecord{
+				SessionID: s.id, Position: "index " + strconv.Itoa(i-len(raws)) + " (from the end), kept",
+				Raw: []byte(raws[i]), Err: derr})
+		}
+		if int64(len(raws)) < w || start == 0 {
+			return session.Item{}, nil, bad, false, nil
+		}
 	}
-	vals, err := s.st.run(ctx, popScript, s.keys, s.st.ttlMS).Slice()
-	if errors.Is(err, goredis.Nil) {
-		return "", "", false, nil
-	}
-	if err != nil {
-		return "", "", false, err
-	}
-	if len(vals) != 2 {
-		return "", "", false, fmt.Errorf("redis: pop script returned %d values", len(vals))
-	}
-	raw, _ = vals[0].(string)
-	rest, _ := vals[1].(int64)
-	return raw, "index " + strconv.FormatInt(rest, 10), true, nil
 }
 
 // Clear deletes every key of the session in one round trip (one DEL).
@@ -266,11 +346,14 @@ func (s *Session) ReplaceItems(ctx context.Context, items []session.Item) error 
 	if err := driver.ValidateBatch(items); err != nil {
 		return err
 	}
-	argv, err := s.writeArgs(items)
-	if err != nil {
+	if err := s.checkSize(items); err != nil {
 		return err
 	}
-	if err := s.st.run(context.WithoutCancel(ctx), replaceScript, s.keys, argv...).Err(); err != nil {
+	sc := replaceScript
+	if s.st.opts.Layout == LayoutPython {
+		sc = pythonReplaceScript
+	}
+	if err := s.st.run(context.WithoutCancel(ctx), sc, s.keys, s.writeArgs(items)...).Err(); err != nil {
 		return fmt.Errorf("redis: replace session %q: %w", s.id, err)
 	}
 	return nil

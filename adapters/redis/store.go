@@ -20,7 +20,6 @@ type Store struct {
 	owned  bool // opened by Open: closed by Close
 	opts   Options
 	ttlMS  int64
-	unit   string // timestamp unit of the metadata: "ms" native, "s" Python
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -42,11 +41,7 @@ func New(client goredis.UniversalClient, opts Options) (*Store, error) {
 	if opts.Layout == LayoutPython && isSharded(client) {
 		return nil, ErrClusterLayout
 	}
-	st := &Store{client: client, opts: opts, ttlMS: opts.ttlMillis(), unit: "ms"}
-	if opts.Layout == LayoutPython {
-		st.unit = "s"
-	}
-	return st, nil
+	return &Store{client: client, opts: opts, ttlMS: opts.ttlMillis()}, nil
 }
 
 // isSharded reports whether client spreads keys over several servers.

@@ -30,6 +30,10 @@ func TestOptions(t *testing.T) {
 		{"negative TTL", Options{TTL: -time.Second}, true},
 		{"unknown layout", Options{Layout: Layout(7)}, true},
 		{"python layout", Options{Layout: LayoutPython}, false},
+		{"native at the Python default prefix", Options{KeyPrefix: DefaultPythonKeyPrefix}, true},
+		{"native under the Python default prefix", Options{KeyPrefix: DefaultPythonKeyPrefix + ":app"}, true},
+		{"python at the native default prefix", Options{Layout: LayoutPython, KeyPrefix: DefaultKeyPrefix}, true},
+		{"python over the native default prefix", Options{Layout: LayoutPython, KeyPrefix: "agents"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st, err := New(c, tc.opts)
@@ -38,7 +42,11 @@ func TestOptions(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			assert.Equal(t, DefaultKeyPrefix, st.Options().KeyPrefix)
+			want := DefaultKeyPrefix
+			if tc.opts.Layout == LayoutPython {
+				want = DefaultPythonKeyPrefix
+			}
+			assert.Equal(t, want, st.Options().KeyPrefix)
 			assert.Equal(t, DefaultMaxBatchBytes, st.Options().MaxBatchBytes)
 		})
 	}
