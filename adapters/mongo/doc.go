@@ -27,21 +27,39 @@
 // stored byte for byte as strings (the Python SDK stores json.dumps
 // strings), so one insert is the commit of a whole batch and a batch is
 // atomic without a transaction. _seq on the session document counts the
-// items ever reserved; an append adds its batch size to it with $inc and
-// stores the resulting value, the batch's last seq, as the document's seq.
-// Documents are ordered by seq, never by _id.
+// seqs ever reserved; an append adds its batch size n to it with $inc and,
+// exactly as the Python SDK's MongoDBSession, stores the resulting value
+// minus one as the document's seq: the 0-based position of the batch's
+// last item. The batch occupies positions [_seq-n, _seq-1], so every
+// writer, of either language, holds a range no other writer holds, and the
+// next batch starts where the last one ended. Documents are ordered by seq
+// (ascending for a full read, descending with a limit for latest-N, the
+// Python SDK's sorts), never by _id.
 //
 // _generation is the session's current generation; only the message
 // documents of that generation are its history, and a session without a
 // session document has none (every writer, the Python SDK's included,
 // upserts it before inserting a batch). Indexes, created once per
-// Store: {session_id} unique on sessions; {session_id, seq} (unique) and the
-// Python SDK's {session_id, generation, seq} on messages.
+// Store: {session_id} unique on sessions; on messages, {session_id, seq}
+// and the Python SDK's {session_id, generation, seq}, neither unique, as
+// the SDK's are: a unique message index would make a Python write fail
+// wherever two documents share a seq (data numbered by an older release of
+// this package, which stored a batch one seq higher, or a $inc lost by
+// FerretDB). An older release of this package made {session_id, seq}
+// unique; the first use of a Store replaces that index by a plain one (an
+// index holds no data; nothing is lost). Two documents sharing a seq are
+// returned in the server's index order, by both languages alike.
 //
 // Fields this package adds, and the Python SDK ignores: _base_generation
 // and _base_seq (the generation a replace installed, and its batch's seq),
-// and with a TTL, expires_at on both kinds of document and
-// messages_expire_at on session documents.
+// and with a TTL, expires_at on both kinds of document, and
+// messages_expire_at, _purge_by and _expired_through on session documents
+// (see "Expiry").
+//
+// Session ids are strings, and BSON strings are UTF-8: an id that is not
+// valid UTF-8 is refused with an error wrapping session.ErrInvalidSessionID
+// (the driver would store it altered, so that "\xff\xfe" and "\xfe\xff"
+// would share one session).
 //
 // Legacy documents written by older Python releases, one item per document
 // (message_data a single string, no generation field, int32 seq), belong to
@@ -60,11 +78,14 @@
 //     quarter to spare; if the window holds fewer than n valid items it
 //     doubles. Items are taken from the newest document back, keeping only
 //     the current generation's. See "Reading without a snapshot".
-//   - PopItem: 2 round trips. Read the session document (the generation),
-//     then one findAndModify that $pops the last element of the newest
-//     non-empty document of that generation and returns the document as it
-//     was. An emptied document stays as a marker. A third round trip only
-//     when the session turns out to be empty.
+//   - PopItem: 3 round trips. Read the session document (the generation),
+//     then the newest non-empty documents of that generation, then one
+//     update that removes exactly the newest readable record, conditioned
+//     on the document being as read ($pop of the last element when the
+//     array still has the length read and that element; a $set of the
+//     array without the record when unreadable records sit above it: they
+//     are reported and kept byte for byte). An emptied document stays as a
+//     marker. A lost condition (a concurrent pop) reads again.
 //   - Clear: 3 round trips, 1 for a session never written. See
 //     "Generations".
 //   - ReplaceItems: 5 round trips. See "Generations".
@@ -89,9 +110,10 @@
 // never becomes visible.
 //
 // Each transition also reserves one seq in its commit and, once committed,
-// inserts a marker under that seq (a message document with an empty
-// message_data), then deletes the documents below it that are not of the
-// new generation. Garbage collection is best effort: documents it misses
+// inserts a marker at that seq (_seq minus one, numbered as a batch; a
+// message document with an empty message_data), then deletes the
+// documents below it that are not of the new generation. The Python SDK's
+// clear does the same without a marker, and its pop deletes markers. Garbage collection is best effort: documents it misses
 // are invisible and the next transition deletes them.
 //
 // # Reading without a snapshot
@@ -99,8 +121,9 @@
 // MongoDB gives no snapshot across the two reads (outside transactions,
 // which FerretDB lacks), so a read checks that what it fetched agrees:
 //
-//   - A fetched document with a seq above the session document's _seq and
-//     another generation means a transition may have begun after the
+//   - A fetched document with a seq at or above the session document's
+//     _seq (a position no reservation it saw handed out) and another
+//     generation means a transition may have begun after the
 //     session document was read, and its collection may have removed part
 //     of the history the read is about to return. Because every transition
 //     writes its marker before deleting anything, a read overlapping a
@@ -135,51 +158,100 @@
 //
 // # Expiry
 //
-// With Options.TTL, expiry has two layers:
+// The Python SDK's MongoDBSession has no TTL: it stamps no expiry on what
+// it writes and refreshes none. Expiry is therefore built on one rule: no
+// item is ever lost because of an expiry it was written after, whichever
+// language wrote it; Go hides only what is about to be deleted physically;
+// and a write deletes only what it has itself read as expired.
 //
-//   - Logical, exact on every server: each write (append, pop, clear,
-//     replace, Touch) sets the session document's expires_at to now+TTL;
-//     reads do not. Reads treat a session past its expires_at as empty, so
-//     its whole history vanishes at once, never in parts. The next write
-//     finds the session document excluded by its filter, runs into the
-//     unique index, and restarts the session under a new generation
-//     (collecting the old documents), so no old item ever comes back.
-//   - Physical, where the server has TTL indexes (created best effort;
-//     Store.TTLIndexError says why they are missing): message documents
-//     carry an expires_at at least their session's, pushed forward by the
-//     writes that need it (at most once per min(TTL, 1h)/2 of activity),
-//     and go when it passes; session documents go a day after their own.
-//     Without TTL indexes expired documents stay until the session is
-//     written again or cleared, but are never shown.
+//   - The session: each write of a Store with Options.TTL (append, pop,
+//     clear, replace, Touch) sets the session document's expires_at to
+//     now+TTL; reads do not.
+//   - Stamps: a message document is governed by that expiry only once it is
+//     stamped with an expires_at date of its own, the field the TTL index
+//     acts on. Documents written by this package are stamped (now+TTL+slack,
+//     slack = min(TTL, 1h)); the stamps of a session's documents are pushed
+//     forward by its writes (at most once per slack/2 of activity), and
+//     the push also stamps the documents the Python SDK wrote meanwhile.
+//     _purge_by on the session document bounds every stamp from above.
+//   - Hiding: once the session's expires_at has passed, every stamped
+//     document is hidden, at once, from reads and pops. An unstamped
+//     document (one the Python SDK wrote after the last push, before or
+//     after the expiry) is never hidden: it is shown, popped and kept.
+//   - Deleting: where the server has TTL indexes, a hidden document goes
+//     when its stamp passes, at most the slack after the session's expiry
+//     (plus the TTL monitor's minute). The next write of a Store to the
+//     expired session restarts it: one conditional update of the session
+//     document sets _expired_through to _purge_by (every document stamped
+//     so far stays hidden for good; later stamps are always above it) and
+//     refreshes the expiry (a Store without a TTL drops it), then deletes
+//     the stamped documents up to _expired_through: exactly those it read
+//     as expired. The generation is kept, so the items Python wrote after
+//     the expiry stay in both languages' view. A pop of an expired session
+//     refreshes nothing: it pops only what the expiry does not hide.
+//   - Session documents have no TTL index: a session document removed by
+//     one would take the items Python wrote after the expiry out of every
+//     view. An older release of this package made one; a Store with a TTL
+//     drops it on first use.
 //
-// A Store with a TTL starts new sessions at a random generation, so that a
-// session re-created after the TTL monitor removed its session document
-// never shows documents it left behind. Expiry instants are computed by
-// clients: keep clocks in sync (NTP). A Store without a TTL honours an
-// expiry it finds and drops it when it restarts an expired session.
+// What each side sees in between (after the expiry, before the deletion):
+// Go reads only the unstamped documents; the Python SDK reads every
+// document of the generation. On MongoDB that lasts until the TTL monitor
+// passes the stamps (at most the slack after the expiry). On a server
+// without TTL indexes (FerretDB v1; Store.TTLIndexError says why they are
+// missing) it lasts until the next write of a Store with or without a TTL
+// to that session: nothing else deletes the hidden documents, and a
+// session no one writes again keeps them, hidden from Go and shown to
+// Python. Expiry instants are computed by clients: keep clocks in sync
+// (NTP).
 //
 // # The Python SDK
 //
 // Python and Go share a database in both directions: each reads, appends,
-// pops and clears what the other wrote. The Python SDK has no TTL and no
-// replace; a read racing a Python clear can see that clear's collection
-// half done, since it writes no marker. Items are stored exactly as given;
-// Python stores compact json.dumps output.
+// pops and clears what the other wrote, in any interleaving, and both read
+// the same items in the same order (TestPythonInterop issues the SDK's
+// exact commands beside this package's calls). The Python SDK has no TTL
+// and no replace; a read racing a Python clear can see that clear's
+// collection half done, since it writes no marker. Items are stored
+// exactly as given; Python stores compact json.dumps output, which may
+// hold NaN, Infinity and -Infinity: such records are read, popped and
+// returned byte for byte.
 //
 // # FerretDB
 //
 // The tests run against FerretDB v1.24 with its SQLite backend when no
-// MongoDB is at hand. It lacks TTL indexes (expiry is then logical only),
-// pipeline updates, $lookup, projections on findAndModify and $slice
-// projections, none of which the package uses. It drops the connection when
-// one createIndexes names several existing indexes, or when two race on a
-// new collection, so indexes are made one per command, serialised in the
-// process, and retried after a network error. Its updates are not atomic:
-// concurrent findAndModify calls lose $inc increments and can move a
-// counter backwards. The unique {session_id, seq} index turns a seq handed
-// out twice into a refused insert that is retried, and each Session handle
-// keeps a floor (the highest seq it has reserved or read) so that its own
-// batches never land out of order; on MongoDB neither ever triggers.
-// Concurrent clears or replaces of one session, and concurrent pops, are
-// not safe on FerretDB v1 for the same reason; they are on MongoDB.
+// MongoDB is at hand. It lacks TTL indexes (see "Expiry" for what that
+// changes), pipeline updates, $lookup, projections on findAndModify and
+// $slice projections, none of which the package uses. Its single-document
+// updates are not atomic: concurrent findAndModify calls lose $inc
+// increments and can move a counter backwards, so concurrent writers of
+// one session can be handed one seq twice (both batches are kept, each
+// whole, in the server's order), and concurrent clears, replaces or pops
+// of one session are not safe on it; on MongoDB they are.
+//
+// The package carries three small guards for it, each named, tested on
+// the semantics MongoDB has as well, and harmless there:
+//
+//   - Guard "one index per command" (Store.ensureIndexes): FerretDB drops
+//     the connection when one createIndexes names several existing indexes
+//     or when two race on a new collection, so indexes are made one per
+//     command, serialised in the process, and retried (twice) after a
+//     network error only. createIndexes is idempotent on every server, so
+//     on MongoDB this costs a round trip per index once per Store and
+//     changes nothing else (TestGuardIndexRetry).
+//   - Guard "look before replacing an index" (Store.ensurePlainIndex):
+//     FerretDB accepts a plain index over a unique one on the same keys
+//     without the conflict MongoDB reports, so the indexes are listed
+//     first and a unique {session_id, seq} left by an older release is
+//     dropped, on every server (TestExistingIndexesAndData).
+//   - Guard "lost $inc" (Session.guardLostUpdate): each Session handle keeps
+//     a floor, the next seq after the highest it has reserved or read; a
+//     reservation below it is a lost update, and the handle pushes the
+//     counter up to the floor with $max and reserves again, so that its own
+//     batches never land out of order. It never makes a write fail. On
+//     MongoDB, whose $inc is atomic, it fires only when another writer set
+//     the counter back (an older Python release's clear deleted the session
+//     document) or after reading a document an older release of this
+//     package numbered one seq high; pushing the counter up then keeps every
+//     later batch above what the handle has seen (TestGuardLostInc).
 package mongo
