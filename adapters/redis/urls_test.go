@@ -1,0 +1,125 @@
+package redis
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentsessions/sessions/adapters"
+	"github.com/agentsessions/sessions/internal/testservers"
+	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
+)
+
+// withQuery returns base with the query options set.
+func withQuery(t *testing.T, base string, opts map[string]string) string {
+	t.Helper()
+	u, err := url.Parse(base)
+	require.NoError(t, err)
+	q := u.Query()
+	for k, v := range opts {
+		q.Set(k, v)
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// checkURLStore opens dsn through the umbrella and checks what a URL store
+// promises: declared = probed, raw writes reach the corrupt handler, the
+// listing finds the session. It returns the store and its session "a".
+func checkURLStore(t *testing.T, dsn string) (adapters.Store, session.Session) {
+	t.Helper()
+	ctx := context.Background()
+	var mu sync.Mutex
+	var reports []driver.CorruptRecord
+	st, err := adapters.OpenWith(ctx, dsn, adapters.Options{OnCorrupt: func(_ context.Context, r driver.CorruptRecord) {
+		mu.Lock()
+		defer mu.Unlock()
+		reports = append(reports, r)
+	}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	s, err := st.Session("a")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Clear(context.Background()) })
+	require.Equal(t, session.Probe(s), st.Declared(), "declared = probed")
+	require.Equal(t, session.Caps(session.CapLatest, session.CapReplace, session.CapTTL), st.Declared())
+
+	require.NoError(t, s.AddItems(ctx, []session.Item{session.MustItem(`{"n":1}`)}))
+	raw, ok := st.(driver.RawAppender)
+	require.True(t, ok)
+	require.NoError(t, raw.AppendRaw(ctx, "a", []byte("not json")))
+	items, err := s.Items(ctx)
+	require.NoError(t, err)
+	require.Len(t, items, 1)
+	mu.Lock()
+	require.Len(t, reports, 1)
+	require.Equal(t, "not json", string(reports[0].Raw))
+	mu.Unlock()
+
+	ids, err := st.(adapters.Lister).ListSessions(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a"}, ids)
+	return st, s
+}
+
+func TestURLOpenerStandalone(t *testing.T) {
+	for _, layout := range []string{"native", "python"} {
+		t.Run(layout, func(t *testing.T) {
+			prefix := uniquePrefix(t)
+			_, s := checkURLStore(t, withQuery(t, testservers.Redis(t), map[string]string{
+				"key_prefix": prefix, "layout": layout, "ttl": "1h", "refresh_on_read": "true",
+				"max_batch_bytes": "4096", "dial_timeout": "2s",
+			}))
+			rs := s.(*Session)
+			require.True(t, strings.HasPrefix(rs.Keys()[0], prefix+":"), "key_prefix applied")
+			require.Equal(t, layout, rs.st.opts.Layout.String(), "layout applied")
+			require.Equal(t, "1h0m0s", rs.TTL().String(), "ttl applied")
+			require.True(t, rs.st.opts.RefreshOnRead, "refresh_on_read applied")
+			require.Equal(t, 4096, rs.st.opts.MaxBatchBytes, "max_batch_bytes applied")
+			big := session.MustItem(`{"s":"` + strings.Repeat("x", 5000) + `"}`)
+			require.ErrorIs(t, s.AddItems(context.Background(), []session.Item{big}), session.ErrBatchTooLarge)
+		})
+	}
+}
+
+func TestURLOpenerCluster(t *testing.T) {
+	addrs := testservers.RedisCluster(t)
+	prefix := uniquePrefix(t)
+	st, _ := checkURLStore(t, "redis+cluster://"+strings.Join(addrs, ",")+"?key_prefix="+url.QueryEscape(prefix))
+	ctx := context.Background()
+	// sessions land on several primaries; the listing scans them all
+	var want []string
+	for _, id := range []string{"b", "c", "d", "e", "f", "g"} {
+		s, err := st.Session(id)
+		require.NoError(t, err)
+		require.NoError(t, s.AddItems(ctx, []session.Item{session.MustItem(`{"n":1}`)}))
+		t.Cleanup(func() { _ = s.Clear(context.Background()) })
+		want = append(want, id)
+	}
+	ids, err := st.(adapters.Lister).ListSessions(ctx)
+	require.NoError(t, err)
+	require.Equal(t, append([]string{"a"}, want...), ids)
+}
+
+// Refused before anything is sent: the server would otherwise see writes
+// under the default prefix (key_prefix=my;app, issue 10.4).
+func TestURLOpenerRefuses(t *testing.T) {
+	base := testservers.Redis(t)
+	for _, q := range []string{"key_prefix=my;app", "keyprefix=x", "layout=sideways", "ttl=-1s", "key_prefix=a{b}", "key_prefix=a&key_prefix=b", "max_batch_bytes=x"} {
+		dsn := base + "?" + q
+		if strings.Contains(base, "?") {
+			dsn = base + "&" + q
+		}
+		_, err := adapters.Open(context.Background(), dsn)
+		require.ErrorIs(t, err, adapters.ErrInvalidDSN, q)
+	}
+}
+
+func TestGlobEscape(t *testing.T) {
+	require.Equal(t, `a\*b\?c\[d\]e\\f`, globEscape(`a*b?c[d]e\f`))
+}
