@@ -126,23 +126,51 @@ func saveItems() []session.Item {
 }
 
 // BenchmarkSave compares runstate's Save with Register against a plain
-// session.Append of the same 20 items, both into a fresh memory session.
+// session.Append of the same 20 items, and against the budget for
+// it (one tail read, one digest per item, the append), each into a memory
+// session that already holds a conversation (so the tail read returns
+// items to digest, as in real use).
 func BenchmarkSave(b *testing.B) {
 	ctx := context.Background()
 	batch := saveItems()
+	fresh := func(b *testing.B) session.Session {
+		s, err := memory.NewSession("s")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := session.Append(ctx, s, append(saveItems(), saveItems()...)); err != nil {
+			b.Fatal(err)
+		}
+		return s
+	}
 	b.Run("append", func(b *testing.B) {
+		s := fresh(b)
 		b.ReportAllocs()
 		for b.Loop() {
-			s, _ := memory.NewSession("s")
+			if err := session.Append(ctx, s, batch); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("budget", func(b *testing.B) {
+		s := fresh(b)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := session.Latest(ctx, s, len(batch)+1); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := history.Digests(batch, false); err != nil {
+				b.Fatal(err)
+			}
 			if err := session.Append(ctx, s, batch); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("save-register", func(b *testing.B) {
+		s := fresh(b)
 		b.ReportAllocs()
 		for b.Loop() {
-			s, _ := memory.NewSession("s")
 			cp := runstate.New()
 			cp.SetStep(runstate.StepRunAgain)
 			if _, err := cp.Save(ctx, s, runstate.SaveArgs{NewItems: batch, Register: true}); err != nil {
@@ -150,4 +178,15 @@ func BenchmarkSave(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkDigests is the digest of each of the 20 items of a turn.
+func BenchmarkDigests(b *testing.B) {
+	batch := saveItems()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := history.Digests(batch, false); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
