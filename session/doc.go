@@ -12,7 +12,11 @@
 //
 // Semantics fixed for every implementation:
 //
-//   - Items are JSON objects, stored and returned byte for byte.
+//   - Items are JSON objects, stored and returned byte for byte. The
+//     NaN, Infinity and -Infinity tokens that Python's json.dumps writes for
+//     non-finite floats (and json.loads reads) are accepted, so a record a
+//     Python writer left is an item, not a corrupt record; those exact
+//     spellings only, as in CPython.
 //   - AddItems appends one atomic batch: all items land contiguously and in
 //     order, or none do. An empty batch is a no-op.
 //   - Reads are oldest first. Latest(n): n > 0 gives the newest n in

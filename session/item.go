@@ -7,11 +7,16 @@ import (
 	"unicode/utf8"
 )
 
-// Item is one Responses-API input item: a JSON object, kept byte for byte as
-// it was given. The zero Item is invalid and is rejected by every AddItems.
+// Item is one Responses-API input item: a JSON object as Python's json
+// module reads it (RFC 8259 in valid UTF-8, plus the NaN, Infinity and
+// -Infinity tokens), kept byte for byte as it was given. The zero Item is
+// invalid and is rejected by every AddItems.
 //
-// An Item is immutable: no method changes it and Bytes returns the stored
-// slice, which callers must not modify.
+// An Item is immutable: no method changes it, and Bytes, Field and
+// StringField return views of the stored bytes, which callers must not
+// modify. Its top-level members are located once, when it is validated, so
+// the accessors (Type, CallID, Field, ...) cost a few comparisons each and
+// never parse the item again.
 type Item struct {
 	d *itemData
 }
@@ -43,7 +48,7 @@ func (it Item) bytesOf() []byte {
 }
 
 // NewItem returns an Item holding a copy of b, or an error wrapping
-// ErrInvalidItem when b is not one JSON object.
+// ErrInvalidItem when b is not one JSON object (see Item).
 func NewItem(b []byte) (Item, error) {
 	return newItem(bytes.Clone(b))
 }
