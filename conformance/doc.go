@@ -1,20 +1,28 @@
 // Package conformance is the one suite every Session adapter and shim
 // passes. An adapter author implements Harness (fresh sessions, a second
 // independent handle on the same store, the declared capabilities) and
-// calls Run from the adapter's own _test.go; Check runs the same clauses
-// without the testing package and returns a Report, as `sessionctl check`
-// does.
+// calls Run from the adapter's own _test.go:
+//
+//	func TestConformance(t *testing.T) {
+//		rep := conformance.Run(t, newHarness(t), conformance.Options{})
+//		if rep.Level != conformance.LevelFull {
+//			t.Errorf("want FULL: %s", rep.Summary())
+//		}
+//	}
+//
+// Check runs the same clauses without the testing package and returns the
+// Report, as `sessionctl check` does.
 //
 // The suite has three parts, each graded on its own:
 //
-//   - contract: the Session contract (package conformance/contract) on the
-//     harness as it is. Capabilities are checked both ways: a declared
+//   - contract (26 clauses): the Session contract (package
+//     conformance/contract) on the harness as it is. Capabilities are checked both ways: a declared
 //     capability must be implemented, and an implemented one declared.
 //   - contract (capabilities hidden): the same clauses through
 //     HideCapabilities, the session package's fallbacks, as a caller with a
 //     plain Session (the legacy no-argument path) sees the store. It
 //     grades BASE at best, as it declares nothing.
-//   - held-write: held-write settlement (package conformance/heldwrite),
+//   - held-write (96 clauses): held-write settlement (package conformance/heldwrite),
 //     runstate's held pending write driven by a scripted agent loop, with
 //     every session call of a settle faulted in turn.
 //

@@ -191,18 +191,6 @@ func (n neverExpires) ExpiresIn(context.Context) (time.Duration, bool, error) {
 }
 func (n neverExpires) Touch(context.Context) error { return nil }
 
-// stdTTL is std over a memory TTL session.
-type stdTTL struct {
-	std
-	e session.Expirer
-}
-
-func (s stdTTL) TTL() time.Duration { return s.e.TTL() }
-func (s stdTTL) ExpiresIn(ctx context.Context) (time.Duration, bool, error) {
-	return s.e.ExpiresIn(ctx)
-}
-func (s stdTTL) Touch(ctx context.Context) error { return s.e.Touch(ctx) }
-
 // aware accepts the run context.
 type aware struct{ std }
 
