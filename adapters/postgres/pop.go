@@ -3,43 +3,50 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentsessions/sessions/session"
 )
 
-// PopItem removes and returns the newest item, in one transaction. An
-// empty session gives ok == false.
+// PopItem removes and returns the newest item. An empty session gives
+// ok == false. A corrupt row is never deleted: pops go past corrupt rows
+// at the top, which stay and are reported.
 //
-// The common case is two round trips: BEGIN, the session row's lock and
-// DELETE ... RETURNING of the newest row go in one pipeline, then COMMIT
-// once Go has decoded the row. A corrupt newest row is never deleted: the
-// transaction rolls back, and a second one walks down from the newest row,
-// under the same locks, to the newest valid item and deletes only that;
-// the corrupt rows above it stay where they are and are reported. Pops of
-// one session, from any number of processes, queue on the session row's
-// lock, so each removes a different item, the newest at the time it runs.
-// A pop racing a writer that does not take that lock (Python's) retries
-// when the row it aimed at was deleted under it.
+// The common case is one statement, one round trip, in autocommit: it
+// deletes the session's newest row if PostgreSQL's JSON parser (strict
+// RFC 8259, as this module's validator is) reads it as an object within
+// the validator's depth limit, and returns it. Concurrent pops of one row
+// queue on its row lock; the one that finds it gone deletes nothing.
+// Everything else, an empty session, a lost race, a corrupt newest row,
+// goes to one transaction that takes the session row's lock (every writer
+// of this package takes it, so it runs alone among them), reads down from
+// the newest row to the newest valid one, and deletes that one by id.
 func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 	if err := s.st.check(ctx); err != nil {
 		return session.Item{}, false, err
+	}
+	if !s.st.noFastPop {
+		item, ok, err := s.popFast(ctx)
+		if err == nil && ok {
+			return item, true, nil
+		}
+		if !errors.Is(err, errTrySlow) {
+			return session.Item{}, false, s.st.wrap(ctx, "pop item", err)
+		}
 	}
 	c, err := s.st.pool.Acquire(ctx)
 	if err != nil {
 		return session.Item{}, false, s.st.wrap(ctx, "pop item", err)
 	}
 	defer c.Release()
-	var d decoder
-	item, ok, err := s.popFast(ctx, c, &d)
-	if errors.Is(err, errCorruptNewest) {
-		d = decoder{newestFirst: true}
-		item, ok, err = s.popSlow(ctx, c, &d)
-	}
+	d := decoder{newestFirst: true}
+	item, ok, err := s.popSlow(ctx, c, &d)
 	if err != nil {
 		rollback(ctx, c)
 		return session.Item{}, false, s.st.wrap(ctx, "pop item", err)
@@ -48,67 +55,47 @@ func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 	return item, ok, nil
 }
 
-// errCorruptNewest sends PopItem to its slow path.
-var errCorruptNewest = errors.New("the newest row is corrupt")
+// errTrySlow sends PopItem to its transaction.
+var errTrySlow = errors.New("pop: take the slow path")
 
-// popFast deletes the newest row and commits if it decodes. It returns
-// errCorruptNewest, with the transaction rolled back, if it does not.
-func (s *Session) popFast(ctx context.Context, c *pgxpool.Conn, d *decoder) (session.Item, bool, error) {
-	q := s.st.q
-	var b pgx.Batch
-	b.Queue("BEGIN")
-	b.Queue(q.lockSession, s.sid)
-	b.Queue(q.pop, s.sid)
-	br := c.SendBatch(ctx, &b)
-	_, err := br.Exec()
+// popFast runs popObject. It returns errTrySlow when it deleted nothing,
+// or when the server refused the statement (a row that is not JSON fails
+// the cast): nothing was deleted then either.
+func (s *Session) popFast(ctx context.Context) (session.Item, bool, error) {
+	var d decoder
+	rows, err := s.st.pool.Query(ctx, s.st.q.popObject, s.sid)
 	if err == nil {
-		_, err = br.Exec()
+		err = d.scanAll(rows, 1)
 	}
-	if err == nil {
-		var rows pgx.Rows
-		if rows, err = br.Query(); err == nil {
-			err = d.scanAll(rows, 1)
-		}
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr):
+		return session.Item{}, false, errTrySlow
+	case err != nil:
+		return session.Item{}, false, err
+	case d.read == 0:
+		return session.Item{}, false, errTrySlow
+	case len(d.items) == 1:
+		return d.items[0], true, nil
 	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	// PostgreSQL read an object where Go reads none: the parsers disagree
+	// (which they should not). Put the row back as it was, under its id,
+	// and let the slow path decide.
+	r := d.corrupt[0]
+	if _, err := s.st.pool.Exec(ctx, s.st.q.restore, d.lastID, s.sid, string(r.Raw)); err != nil {
+		r.SessionID = s.id
+		r.Err = fmt.Errorf("%w; it was deleted by a pop and could not be restored (%v): the raw bytes are here", r.Err, err)
+		s.st.opts.OnCorrupt.Report(ctx, r)
 		return session.Item{}, false, err
 	}
-	for d.read == 0 {
-		// Nothing deleted: an empty session, or a writer that does not
-		// lock the session row (Python's pop) took the row this DELETE
-		// aimed at. Each statement sees what committed before it.
-		var more bool
-		if err := c.QueryRow(ctx, q.exists, s.sid).Scan(&more); err != nil {
-			return session.Item{}, false, err
-		}
-		if !more {
-			return session.Item{}, false, commit(ctx, c)
-		}
-		rows, err := c.Query(ctx, q.pop, s.sid)
-		if err != nil {
-			return session.Item{}, false, err
-		}
-		if err := d.scanAll(rows, 1); err != nil {
-			return session.Item{}, false, err
-		}
-	}
-	if len(d.items) == 0 {
-		d.corrupt = nil // reported by the slow path, which reads it again
-		if _, err := c.Exec(ctx, "ROLLBACK"); err != nil {
-			return session.Item{}, false, err
-		}
-		return session.Item{}, false, errCorruptNewest
-	}
-	return d.items[0], true, commit(ctx, c)
+	return session.Item{}, false, errTrySlow
 }
 
-// popSlow deletes the newest valid row, leaving the corrupt rows above it
-// in place (in d.corrupt, for reporting): in one transaction holding the
-// session row's lock, it reads down from the newest row in windows that
-// double, locking what it reads, then deletes the first valid row by id.
+// popSlow deletes the newest valid row in one transaction holding the
+// session row's lock, leaving the corrupt rows above it in place (in
+// d.corrupt, for reporting). It reads down from the newest row in windows
+// that double; if a writer that does not take the session lock (Python's
+// pop) deleted the row first, it reads again.
 func (s *Session) popSlow(ctx context.Context, c *pgxpool.Conn, d *decoder) (session.Item, bool, error) {
 	q := s.st.q
 	var b pgx.Batch
@@ -125,33 +112,34 @@ func (s *Session) popSlow(ctx context.Context, c *pgxpool.Conn, d *decoder) (ses
 	if err != nil {
 		return session.Item{}, false, err
 	}
-	below, size := int64(math.MaxInt64), int64(4)
 	for {
-		d.read = 0
-		rows, err := c.Query(ctx, q.latestLocked, s.sid, below, size)
+		*d = decoder{newestFirst: true}
+		below, size := int64(math.MaxInt64), int64(4)
+		for {
+			d.read = 0
+			rows, err := c.Query(ctx, q.latest, s.sid, below, size)
+			if err != nil {
+				return session.Item{}, false, err
+			}
+			if err := d.scanAll(rows, 1); err != nil {
+				return session.Item{}, false, err
+			}
+			if len(d.items) > 0 {
+				break
+			}
+			if d.read < size {
+				return session.Item{}, false, commit(ctx, c) // empty, or only corrupt rows
+			}
+			below, size = d.lastID, min(size, math.MaxInt64/2)*2
+		}
+		tag, err := c.Exec(ctx, q.deleteID, d.lastID, s.sid)
 		if err != nil {
 			return session.Item{}, false, err
 		}
-		if err := d.scanAll(rows, 1); err != nil {
-			return session.Item{}, false, err
+		if tag.RowsAffected() == 1 {
+			return d.items[0], true, commit(ctx, c)
 		}
-		if len(d.items) > 0 {
-			break
-		}
-		if d.read < size {
-			return session.Item{}, false, commit(ctx, c) // only corrupt rows
-		}
-		below, size = d.lastID, min(size, math.MaxInt64/2)*2
 	}
-	// The row is locked: no one else can delete it before this does.
-	tag, err := c.Exec(ctx, q.deleteID, d.lastID, s.sid)
-	if err != nil {
-		return session.Item{}, false, err
-	}
-	if tag.RowsAffected() != 1 {
-		return session.Item{}, false, errors.New("the locked row to pop was not deleted")
-	}
-	return d.items[0], true, commit(ctx, c)
 }
 
 // commit ends the transaction on c, even if ctx ended meanwhile: once every
@@ -176,3 +164,4 @@ func rollback(ctx context.Context, c *pgxpool.Conn) {
 		_ = c.Conn().Close(ctx)
 	}
 }
+

@@ -29,8 +29,9 @@ type queries struct {
 	insertOne     string // appends one row, as given
 	items         string // all rows, oldest first
 	latest        string // a window of rows below an id, newest first
-	latestLocked  string // latest, locking the rows read
 	pop           string // deletes the newest row, returning it
+	popObject     string // pop, if the newest row is a JSON object
+	restore       string // puts a row back by id
 	deleteID      string // deletes one row by id, returning it
 	exists        string // whether the session has rows
 	clearMessages string
@@ -85,11 +86,32 @@ func newQueries(o Options) *queries {
 	q.insert = `INSERT INTO ` + m + ` (session_id, message_data)
 	SELECT $1, d FROM unnest($2::text[]) WITH ORDINALITY AS t(d, n) ORDER BY n`
 	q.insertOne = `INSERT INTO ` + m + ` (session_id, message_data) VALUES ($1, $2)`
-	q.items = `SELECT id, message_data FROM ` + m + ` WHERE session_id = $1 ORDER BY id`
-	q.latest = `SELECT id, message_data FROM ` + m + ` WHERE session_id = $1 AND id < $2::bigint ORDER BY id DESC LIMIT $3`
-	q.latestLocked = q.latest + ` FOR UPDATE`
-	q.pop = `DELETE FROM ` + m + ` WHERE id = (SELECT id FROM ` + m + ` WHERE session_id = $1 ORDER BY id DESC LIMIT 1)
+	// Reads name the session as a range of one value, session_id >= $1
+	// AND session_id <= $1 (the same rows as = $1 under the column's
+	// deterministic collation), and order by (session_id, id): with =, the
+	// planner drops session_id from the order and may walk the primary key
+	// from the table's newest row, filtering, when one session holds much
+	// of the table; crossing every newer row of every other session. Only
+	// the (session_id, id) index gives this order, so latest-N and pop walk
+	// it from the session's newest row, in custom and generic plans alike.
+	const oneSession = ` WHERE session_id >= $1 AND session_id <= $1`
+	q.items = `SELECT id, message_data FROM ` + m + oneSession + ` ORDER BY session_id, id`
+	q.latest = `SELECT id, message_data FROM ` + m + oneSession + ` AND id < $2::bigint ORDER BY session_id DESC, id DESC LIMIT $3`
+	q.pop = `DELETE FROM ` + m + ` WHERE id = (SELECT id FROM ` + m + oneSession + ` ORDER BY session_id DESC, id DESC LIMIT 1)
 	RETURNING id, message_data`
+	// popObject deletes the newest row only if PostgreSQL's json parser,
+	// which is strict RFC 8259 as session's validator is, reads it as one
+	// object with at most 10000 brackets (the validator's depth limit), so
+	// that it never deletes a row Go would call corrupt. A row that is not
+	// JSON makes the cast fail the statement (nothing deleted); one that is
+	// other JSON deletes nothing. The test runs on the one row the CTE
+	// picked, never on other rows.
+	q.popObject = `WITH top AS (SELECT id, message_data FROM ` + m + oneSession + ` ORDER BY session_id DESC, id DESC LIMIT 1)
+	DELETE FROM ` + m + ` AS m USING top WHERE m.id = top.id
+	AND json_typeof(top.message_data::json) = 'object'
+	AND length(top.message_data) - length(translate(top.message_data, '[{', '')) <= 10000
+	RETURNING m.id, m.message_data`
+	q.restore = `INSERT INTO ` + m + ` (id, session_id, message_data) VALUES ($1::bigint, $2, $3)`
 	q.deleteID = `DELETE FROM ` + m + ` WHERE id = $1::bigint AND session_id = $2 RETURNING id, message_data`
 	q.exists = `SELECT EXISTS (SELECT 1 FROM ` + m + ` WHERE session_id = $1)`
 	q.clearMessages = `DELETE FROM ` + m + ` WHERE session_id = $1`

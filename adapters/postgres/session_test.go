@@ -188,6 +188,12 @@ func TestPopCorruptNewest(t *testing.T) {
 	for i := 6; i < 12; i++ { // more corrupt rows than the first window
 		require.NoError(t, st.AppendRaw(ctx, s.id, []byte(fmt.Sprint("junk ", i))))
 	}
+	// An object nested deeper than the validator allows: valid JSON to
+	// PostgreSQL, corrupt to Go. The one-statement pop must not take it.
+	deep := `{"a":` + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + `}`
+	require.NoError(t, st.AppendRaw(ctx, s.id, []byte(deep)))
+	_, err = session.ParseItem(deep)
+	require.ErrorIs(t, err, session.ErrInvalidItem, "the validator refuses the deep object")
 
 	for _, want := range []session.Item{v[2], v[1], v[0]} {
 		before := len(c.Reports(s.id))
@@ -202,7 +208,8 @@ func TestPopCorruptNewest(t *testing.T) {
 	require.False(t, ok, "only corrupt rows left: nothing to pop")
 
 	left := rawRows(t, st, s.id)
-	require.Len(t, left, 9, "no corrupt row was deleted")
+	require.Len(t, left, 10, "no corrupt row was deleted")
+	require.Equal(t, deep, left[9])
 	require.Equal(t, "middle garbage", left[0])
 	require.Equal(t, `[1,2]`, left[1])
 	for _, r := range c.Reports(s.id) {
@@ -236,8 +243,8 @@ func TestLatestCorruptWindows(t *testing.T) {
 	require.NotEmpty(t, c.Reports(s.id))
 }
 
-// TestLatestUsesIndex: in a table of many small sessions and one large
-// one, the latest-N and pop statements on the large one walk the
+// TestLatestUsesIndex: in a table of many small sessions and one large,
+// old one, the latest-N and pop statements on the large one walk the
 // (session_id, id) index backwards, with no sort: their cost follows N,
 // not the history. So do their generic plans (what a prepared statement
 // may switch to after five runs), which know no session's size.
@@ -246,10 +253,11 @@ func TestLatestUsesIndex(t *testing.T) {
 	st := openStore(t, Options{})
 	for _, q := range []string{
 		`INSERT INTO ` + st.q.sessions + ` (session_id) SELECT 's' || g FROM generate_series(1, 500) AS g`,
-		// The large session's rows are the oldest: a walk down the
-		// primary key from the newest row would cross every other row.
-		`INSERT INTO ` + st.q.messages + ` (session_id, message_data) SELECT 's7', '{}' FROM generate_series(1, 1000) AS g`,
-		`INSERT INTO ` + st.q.messages + ` (session_id, message_data) SELECT 's' || (g % 500 + 1), '{}' FROM generate_series(1, 20000) AS g`,
+		// The large session holds most of the table, and its rows are
+		// the oldest: a walk down the primary key from the newest row
+		// would cross every row of every other session.
+		`INSERT INTO ` + st.q.messages + ` (session_id, message_data) SELECT 's7', '{}' FROM generate_series(1, 30000) AS g`,
+		`INSERT INTO ` + st.q.messages + ` (session_id, message_data) SELECT 's' || (g % 500 + 1), '{}' FROM generate_series(1, 5000) AS g`,
 		`ANALYZE ` + st.q.messages,
 	} {
 		_, err := st.Pool().Exec(ctx, q)

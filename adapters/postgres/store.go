@@ -21,6 +21,10 @@ type Store struct {
 	opts   Options
 	q      *queries
 	closed atomic.Bool
+	// noFastPop: the server's encoding is not UTF-8, so text may hold
+	// bytes Go's validator refuses and PostgreSQL's JSON parser accepts;
+	// every pop takes the transaction that checks rows in Go first.
+	noFastPop bool
 }
 
 var _ driver.RawAppender = (*Store)(nil)
@@ -74,6 +78,11 @@ func OpenPool(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, er
 
 func newStore(ctx context.Context, pool *pgxpool.Pool, owned bool, o Options) (*Store, error) {
 	st := &Store{pool: pool, owned: owned, opts: o, q: newQueries(o)}
+	var enc string
+	if err := pool.QueryRow(ctx, `SHOW server_encoding`).Scan(&enc); err != nil {
+		return nil, st.wrap(ctx, "open", err)
+	}
+	st.noFastPop = enc != "UTF8"
 	if err := st.ensureSchema(ctx, o.SkipCreateTables); err != nil {
 		return nil, err
 	}
