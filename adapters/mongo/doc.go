@@ -150,11 +150,11 @@
 // session's range; with {session_id, seq} one session's documents sit in
 // one contiguous range ordered by seq, which the latest-N sort walks
 // backwards, while a session too large for one chunk can still split by
-// seq. The unique indexes are compatible: each has its shard key as a
-// prefix. The session document's findAndModify has the full shard key; the
-// pop's findAndModify names session_id only, a prefix of the shard key,
-// which MongoDB accepts as long as it targets one shard (5.0+ with
-// SERVER-44422; 7.1+ in every case).
+// seq. The one unique index, {session_id} on sessions, is its collection's
+// shard key. The session document's findAndModify has the full shard key;
+// the pop's single-document update or delete names _id and session_id,
+// which a sharded cluster accepts on every version (a single-document write
+// must name _id or the full shard key) and routes by session_id.
 //
 // # Expiry
 //

@@ -230,12 +230,6 @@ func (st *Store) ensureIndexes(ctx context.Context) error {
 	return nil
 }
 
-// isIndexConflict reports an index that exists with other options.
-func isIndexConflict(err error) bool {
-	var se mongodrv.ServerError
-	return errors.As(err, &se) && (se.HasErrorCode(85) || se.HasErrorCode(86))
-}
-
 // ensurePlainIndex creates a non-unique index on keys in the messages
 // collection; a unique index on the same keys (made by an older release of
 // this package) is dropped first. An index is no data: dropping one loses
@@ -258,6 +252,10 @@ func (st *Store) ensurePlainIndex(ctx context.Context, keys bson.D) error {
 	return err
 }
 
+// codeNamespaceNotFound is MongoDB's error code for listIndexes on a
+// collection that does not exist.
+const codeNamespaceNotFound = 26
+
 // indexOn returns the name of coll's index on exactly keys, and whether it
 // is unique; "" when there is none.
 func (st *Store) indexOn(ctx context.Context, coll *mongodrv.Collection, keys bson.D) (string, bool, error) {
@@ -266,6 +264,10 @@ func (st *Store) indexOn(ctx context.Context, coll *mongodrv.Collection, keys bs
 		return "", false, err
 	}
 	cur, err := coll.Indexes().List(ctx)
+	var se mongodrv.ServerError
+	if errors.As(err, &se) && se.HasErrorCode(codeNamespaceNotFound) {
+		return "", false, nil // no collection yet (MongoDB), so no index
+	}
 	if err != nil {
 		return "", false, fmt.Errorf("list indexes: %w", err)
 	}
