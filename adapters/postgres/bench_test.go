@@ -3,8 +3,8 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -177,4 +177,3 @@ func BenchmarkPop(b *testing.B) {
 		}
 	})
 }
-

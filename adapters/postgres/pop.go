@@ -164,4 +164,3 @@ func rollback(ctx context.Context, c *pgxpool.Conn) {
 		_ = c.Conn().Close(ctx)
 	}
 }
-
