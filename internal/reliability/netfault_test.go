@@ -113,7 +113,9 @@ func TestNetworkFaults(t *testing.T) {
 			id := uniq("s")
 			s := open(t, proxied, id)
 			d := open(t, direct, id)
-			report := func(name string, lost, dup int) { t.Logf("%s/%s: faults=%d lost=%d duplicated=%d", b.name, name, proxy.Injected.Load(), lost, dup) }
+			report := func(name string, lost, dup int) {
+				t.Logf("%s/%s: faults=%d lost=%d duplicated=%d", b.name, name, proxy.Injected.Load(), lost, dup)
+			}
 
 			// A first write loads what the adapter needs (Redis's script
 			// cache), so that the faulted request below is the write itself.
