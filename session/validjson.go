@@ -1,6 +1,7 @@
 package session
 
 import (
+	"encoding/binary"
 	"math"
 	"unicode/utf8"
 )
@@ -210,6 +211,13 @@ func skipString(b []byte, i int) int {
 	}
 	i++
 	for i < len(b) {
+		// Eight plain ASCII bytes at a time: most of a long string.
+		for len(b)-i >= 8 && plain8(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8
+		}
+		if i >= len(b) {
+			break
+		}
 		c := b[i]
 		switch {
 		case c == '"':
@@ -242,6 +250,20 @@ func skipString(b []byte, i int) int {
 		}
 	}
 	return -1
+}
+
+// plain8 reports whether the eight bytes of v all stand for themselves
+// inside a JSON string: ASCII, not a control character, not '"' or '\\'.
+// Each test is exact for "some byte is ...", which is all it is used for.
+func plain8(v uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	nonASCII := v & highs
+	control := (v - 0x20*ones) &^ v & highs // some byte < 0x20
+	quote := v ^ ('"' * ones)
+	backslash := v ^ ('\\' * ones)
+	zeroQ := (quote - ones) &^ quote & highs
+	zeroB := (backslash - ones) &^ backslash & highs
+	return nonASCII|control|zeroQ|zeroB == 0
 }
 
 func isHex(c byte) bool {

@@ -3,6 +3,7 @@ package session
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // validObjectOld is the validator before the Python tokens and the member
@@ -36,13 +37,13 @@ func validObjectOld(b []byte) bool {
 				goto afterValue
 			}
 			if c == '{' {
-				if i = skipKey(b, i); i < 0 {
+				if i = skipKeyOld(b, i); i < 0 {
 					return false
 				}
 			}
 			continue
 		case c == '"':
-			if i = skipString(b, i); i < 0 {
+			if i = skipStringOld(b, i); i < 0 {
 				return false
 			}
 		case c == '-' || (c >= '0' && c <= '9'):
@@ -81,7 +82,7 @@ func validObjectOld(b []byte) bool {
 			case ',':
 				i = skipSpace(b, i+1)
 				if top == '{' {
-					if i = skipKey(b, i); i < 0 {
+					if i = skipKeyOld(b, i); i < 0 {
 						return false
 					}
 				}
@@ -98,6 +99,59 @@ func validObjectOld(b []byte) bool {
 			break
 		}
 	}
+}
+
+// skipKeyOld returned the index of the value after the member name and colon
+// starting at b[i], or -1.
+func skipKeyOld(b []byte, i int) int {
+	if i = skipStringOld(b, i); i < 0 {
+		return -1
+	}
+	if i = skipSpace(b, i); i >= len(b) || b[i] != ':' {
+		return -1
+	}
+	return skipSpace(b, i+1)
+}
+
+// skipStringOld returned the index after the string starting at b[i], or -1.
+func skipStringOld(b []byte, i int) int {
+	if i >= len(b) || b[i] != '"' {
+		return -1
+	}
+	i++
+	for i < len(b) {
+		c := b[i]
+		switch {
+		case c == '"':
+			return i + 1
+		case c == '\\':
+			if i+1 >= len(b) {
+				return -1
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if len(b)-i < 6 || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
+					return -1
+				}
+				i += 6
+			default:
+				return -1
+			}
+		case c < 0x20:
+			return -1
+		case c < utf8.RuneSelf:
+			i++
+		default:
+			r, n := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && n <= 1 {
+				return -1
+			}
+			i += n
+		}
+	}
+	return -1
 }
 
 // BenchmarkScanCost compares, in one binary, the validator before this
