@@ -143,3 +143,20 @@ func invalidReasonOrNil(s string) error {
 	_, err := ParseItem(s)
 	return err
 }
+
+// TestValidStringEveryPosition puts each kind of special byte at every
+// position of strings around the eight-byte fast path's width.
+func TestValidStringEveryPosition(t *testing.T) {
+	specials := []string{`"`, `\`, `\n`, `\u00e9`, "\x00", "\x1f", "\x20", "\x7f", "\x80", "\xc3\xa9", "\xe2\x98", "\xff", "!", "#", "[", "\\\"", "~"}
+	for n := 0; n < 26; n++ {
+		for pos := 0; pos <= n; pos++ {
+			for _, sp := range specials {
+				body := strings.Repeat("a", pos) + sp + strings.Repeat("b", n-pos)
+				in := []byte(`{"k":"` + body + `","z":1}`)
+				if got, want := validObject(in), reference(in); got != want {
+					t.Fatalf("validObject(%q) = %v, want %v", in, got, want)
+				}
+			}
+		}
+	}
+}
