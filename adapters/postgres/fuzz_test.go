@@ -1,0 +1,72 @@
+package postgres
+
+import (
+	"encoding/binary"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// FuzzStoredID: every id maps to text PostgreSQL can store, and back.
+func FuzzStoredID(f *testing.F) {
+	for _, s := range []string{"a", "", "a\x00b", "\xff", escapedPrefix, escapedPrefix + "61", "ünï☃😀", "x' OR '1'='1"} {
+		f.Add(s, "a")
+	}
+	f.Fuzz(func(t *testing.T, id, other string) {
+		st := storedID(id)
+		if !utf8.ValidString(st) || strings.Contains(st, "\x00") {
+			t.Fatalf("storedID(%q) = %q: not storable text", id, st)
+		}
+		if back := sessionID(st); back != id {
+			t.Fatalf("sessionID(storedID(%q)) = %q", id, back)
+		}
+		if id != other && storedID(other) == st {
+			t.Fatalf("%q and %q share the stored id %q", id, other, st)
+		}
+	})
+}
+
+// FuzzSessionID: a session_id read from the table (any writer's) maps to
+// an id without panicking, and an id it decodes names that same row.
+func FuzzSessionID(f *testing.F) {
+	for _, s := range []string{"a", escapedPrefix, escapedPrefix + "6100", escapedPrefix + "zz", escapedPrefix + "61", escapedPrefix + "1b6865783a"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, stored string) {
+		id := sessionID(stored)
+		if id != stored && storedID(id) != stored {
+			t.Fatalf("sessionID(%q) = %q, whose stored form is %q", stored, id, storedID(id))
+		}
+	})
+}
+
+// FuzzParseID: an id column value in either wire format decodes or errs,
+// never panics; int8 and int4 binary values and text digits round-trip.
+func FuzzParseID(f *testing.F) {
+	f.Add([]byte("42"), int16(0))
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 42}, int16(1))
+	f.Add([]byte{0, 0, 0, 42}, int16(1))
+	f.Add([]byte{1, 2, 3}, int16(1))
+	f.Add([]byte("-9223372036854775808"), int16(0))
+	f.Fuzz(func(t *testing.T, b []byte, format int16) {
+		id, err := parseID(b, format)
+		if err != nil {
+			return
+		}
+		switch {
+		case format == 1 && len(b) == 8:
+			if uint64(id) != binary.BigEndian.Uint64(b) {
+				t.Fatalf("parseID(%x) = %d", b, id)
+			}
+		case format == 1 && len(b) == 4:
+			if id != int64(int32(binary.BigEndian.Uint32(b))) {
+				t.Fatalf("parseID(%x) = %d", b, id)
+			}
+		case format != 1:
+			if want, _ := strconv.ParseInt(string(b), 10, 64); want != id {
+				t.Fatalf("parseID(%q) = %d", b, id)
+			}
+		}
+	})
+}
