@@ -24,7 +24,8 @@ var (
 // Fingerprint returns the Python SDK's fingerprint of it: json.dumps of the
 // item without the SDK metadata keys (and without the top-level "id" when
 // ignoreIDs), with sort_keys=True and Python's default separators and ASCII
-// escaping, byte for byte.
+// escaping, byte for byte. Non-finite floats print as Python prints them:
+// NaN, Infinity and -Infinity.
 func Fingerprint(it session.Item, ignoreIDs bool) (string, error) {
 	b, err := fingerprint(it, ignoreIDs)
 	return string(b), err
