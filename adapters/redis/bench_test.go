@@ -4,13 +4,22 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/agentsessions/sessions/internal/testservers"
 	"github.com/agentsessions/sessions/session"
 )
+
+// The benchmarks run the adapter against the tightest raw go-redis code for
+// the same work (one command, arguments prepared outside the loop, no
+// validation, results not decoded), in the same run, interleaved (the order
+// alternates every iteration), on the shared standalone server. They report
+// each side's time per op, the ratio adapter/raw, and each side's
+// allocations per op (measured apart, with testing.AllocsPerRun).
 
 // benchItems returns n realistic message items (about 170 bytes each).
 func benchItems(tag string, n int) []session.Item {
@@ -31,10 +40,22 @@ func itemArgs(items []session.Item) []any {
 }
 
 // pair runs raw and adapter b.N times each, alternating which goes first,
-// and reports each one's time per op and their ratio (adapter/raw).
-// between, when set, runs before iteration i with the timer stopped.
+// and reports each one's time per op, their ratio (adapter/raw) and each
+// one's allocations per op. between, when set, runs before iteration i
+// with the timer stopped.
 func pair(b *testing.B, raw, adapter func() error, between func(i int)) {
 	b.Helper()
+	allocs := func(f func() error) float64 {
+		return testing.AllocsPerRun(50, func() {
+			if err := f(); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+	if between != nil {
+		between(0)
+	}
+	rawAllocs, adAllocs := allocs(raw), allocs(adapter)
 	var rawT, adT time.Duration
 	run := func(f func() error, into *time.Duration) {
 		t0 := time.Now()
@@ -63,12 +84,15 @@ func pair(b *testing.B, raw, adapter func() error, between func(i int)) {
 	b.ReportMetric(float64(rawT.Nanoseconds())/float64(b.N), "raw-ns/op")
 	b.ReportMetric(float64(adT.Nanoseconds())/float64(b.N), "adapter-ns/op")
 	b.ReportMetric(float64(adT)/float64(rawT), "ratio")
+	b.ReportMetric(rawAllocs, "raw-allocs/op")
+	b.ReportMetric(adAllocs, "adapter-allocs/op")
 }
 
-func benchSetup(b *testing.B) (context.Context, goredis.UniversalClient, *Session, string) {
+func benchSetup(b *testing.B, opts Options) (context.Context, goredis.UniversalClient, *Store, *Session, string) {
 	b.Helper()
 	c := standaloneClient(b)
-	st := newStore(b, c, Options{KeyPrefix: uniquePrefix(b)})
+	opts.KeyPrefix = uniquePrefix(b)
+	st := newStore(b, c, opts)
 	s, err := st.Session("bench")
 	if err != nil {
 		b.Fatal(err)
@@ -78,33 +102,55 @@ func benchSetup(b *testing.B) (context.Context, goredis.UniversalClient, *Sessio
 		b.Fatal(err)
 	}
 	rawKey := st.Options().KeyPrefix + ":raw"
-	b.Cleanup(func() { c.Del(ctx, rawKey, s.keys[0], s.keys[1]) })
-	return ctx, c, s, rawKey
+	b.Cleanup(func() { c.Del(ctx, append([]string{rawKey}, s.keys...)...) })
+	return ctx, c, st, s, rawKey
 }
 
-// BenchmarkAppend20: a 20-item batch. Raw: one RPUSH. Adapter: AddItems,
-// one EVALSHA that also stamps the metadata.
+// BenchmarkAppend20: a 20-item batch onto an existing session. Raw: one
+// RPUSH of the 20 items. Adapter: AddItems, which validates the batch and
+// sends one RPUSHX (no TTL), or the append script (with a TTL: the raw
+// side is then one RPUSH and one PEXPIRE per key, pipelined).
 func BenchmarkAppend20(b *testing.B) {
-	ctx, c, s, rawKey := benchSetup(b)
-	items := benchItems("a", 20)
-	args := itemArgs(items)
-	pair(b,
-		func() error { return c.RPush(ctx, rawKey, args...).Err() },
-		func() error { return s.AddItems(ctx, items) },
-		func(i int) {
-			if i%1000 == 999 { // keep the lists small
-				c.Del(ctx, rawKey, s.keys[0])
+	for _, ttl := range []time.Duration{0, time.Hour} {
+		b.Run("ttl="+ttl.String(), func(b *testing.B) {
+			ctx, c, _, s, rawKey := benchSetup(b, Options{TTL: ttl})
+			items := benchItems("a", 20)
+			args := itemArgs(items)
+			raw := func() error { return c.RPush(ctx, rawKey, args...).Err() }
+			if ttl > 0 {
+				raw = func() error {
+					_, err := c.Pipelined(ctx, func(p goredis.Pipeliner) error {
+						p.RPush(ctx, rawKey, args...)
+						p.PExpire(ctx, rawKey, ttl)
+						p.PExpire(ctx, rawKey+":meta", ttl)
+						return nil
+					})
+					return err
+				}
 			}
+			pair(b, raw,
+				func() error { return s.AddItems(ctx, items) },
+				func(i int) {
+					if i%1000 == 0 { // keep the lists small, but never empty
+						c.Del(ctx, rawKey, s.keys[0])
+						c.RPush(ctx, rawKey, args[0])
+						if err := s.AddItems(ctx, items[:1]); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
 		})
+	}
 }
 
-// BenchmarkLatest50: the newest 50 items of a history of 1k and 100k.
-// Raw: LRANGE -50 -1. Adapter: LatestItems(50), which also checks that
-// every record is a JSON object.
+// BenchmarkLatest50: the newest 50 items of a history of 1k, 100k and 1M
+// items: the time must not grow with the history. Raw: LRANGE -50 -1.
+// Adapter: LatestItems(50), which also checks that every record is a JSON
+// object.
 func BenchmarkLatest50(b *testing.B) {
-	for _, size := range []int{1_000, 100_000} {
+	for _, size := range []int{1_000, 100_000, 1_000_000} {
 		b.Run(strconv.Itoa(size), func(b *testing.B) {
-			ctx, c, s, _ := benchSetup(b)
+			ctx, c, _, s, _ := benchSetup(b, Options{})
 			batch := benchItems("l", 1000)
 			for n := 0; n < size; n += len(batch) {
 				if err := s.AddItems(ctx, batch); err != nil {
@@ -124,11 +170,20 @@ func BenchmarkLatest50(b *testing.B) {
 	}
 }
 
-// BenchmarkPop: pop the newest item. Raw: RPOP. Adapter: PopItem.
+// BenchmarkPop: pop the newest item. Raw: RPOP. Adapter: PopItem, which
+// reads the newest record, checks it, and pops it only if it is still the
+// newest (LRANGE -1 -1, then the conditional pop script: two round trips,
+// so that an unreadable record is never deleted).
 func BenchmarkPop(b *testing.B) {
-	ctx, c, s, rawKey := benchSetup(b)
+	ctx, c, _, s, rawKey := benchSetup(b, Options{})
 	batch := benchItems("p", 1000)
 	args := itemArgs(batch)
+	refill := func() {
+		c.RPush(ctx, rawKey, args...)
+		if err := s.AddItems(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
 	pair(b,
 		func() error { return c.RPop(ctx, rawKey).Err() },
 		func() error {
@@ -139,11 +194,101 @@ func BenchmarkPop(b *testing.B) {
 			return err
 		},
 		func(i int) {
-			if i%len(batch) == 0 { // refill both lists
-				c.RPush(ctx, rawKey, args...)
-				if err := s.AddItems(ctx, batch); err != nil {
-					b.Fatal(err)
-				}
+			if i%500 == 0 { // 1000 more on both lists every 500 pops
+				refill()
 			}
 		})
+}
+
+// BenchmarkConcurrentAppend: 16 goroutines, each appending 5-item batches
+// to its own session (and, in "one-session", all to one session), 20
+// batches each per round; raw and adapter rounds alternate. Reports
+// batches per second of each side and the throughput ratio adapter/raw
+// (higher is better). Raw: one RPUSH per batch.
+func BenchmarkConcurrentAppend(b *testing.B) {
+	const goroutines, perRound = 16, 20
+	for _, shared := range []bool{false, true} {
+		name := map[bool]string{false: "own-sessions", true: "one-session"}[shared]
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			c := goredis.NewClient(func() *goredis.Options {
+				o, err := goredis.ParseURL(testservers.Redis(b))
+				if err != nil {
+					b.Fatal(err)
+				}
+				o.PoolSize = goroutines
+				return o
+			}())
+			b.Cleanup(func() { _ = c.Close() })
+			st := newStore(b, c, Options{KeyPrefix: uniquePrefix(b)})
+			sessions := make([]*Session, goroutines)
+			rawKeys := make([]string, goroutines)
+			for g := range sessions {
+				id := "g" + strconv.Itoa(g)
+				if shared {
+					id = "shared"
+				}
+				var err error
+				if sessions[g], err = st.Session(id); err != nil {
+					b.Fatal(err)
+				}
+				rawKeys[g] = st.Options().KeyPrefix + ":raw:" + id
+			}
+			items := benchItems("c", 5)
+			args := itemArgs(items)
+			reset := func() {
+				for g := range sessions {
+					c.Del(ctx, rawKeys[g], sessions[g].keys[0], sessions[g].keys[1])
+					if err := sessions[g].AddItems(ctx, items); err != nil { // the sessions exist
+						b.Fatal(err)
+					}
+				}
+			}
+			round := func(op func(g int) error) time.Duration {
+				var wg sync.WaitGroup
+				start := make(chan struct{})
+				for g := range goroutines {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						<-start
+						for range perRound {
+							if err := op(g); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					}()
+				}
+				t0 := time.Now()
+				close(start)
+				wg.Wait()
+				return time.Since(t0)
+			}
+			raw := func(g int) error { return c.RPush(ctx, rawKeys[g], args...).Err() }
+			ad := func(g int) error { return sessions[g].AddItems(ctx, items) }
+			reset()
+			var rawT, adT time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if i%200 == 199 {
+					b.StopTimer()
+					reset()
+					b.StartTimer()
+				}
+				if i%2 == 0 {
+					rawT += round(raw)
+					adT += round(ad)
+				} else {
+					adT += round(ad)
+					rawT += round(raw)
+				}
+			}
+			b.StopTimer()
+			batches := float64(b.N * goroutines * perRound)
+			b.ReportMetric(batches/rawT.Seconds(), "raw-batches/s")
+			b.ReportMetric(batches/adT.Seconds(), "adapter-batches/s")
+			b.ReportMetric(float64(rawT)/float64(adT), "throughput-ratio")
+		})
+	}
 }

@@ -177,6 +177,13 @@ type once struct{ goredis.Cmder }
 // NoRetry reports true: the command is never resent.
 func (once) NoRetry() bool { return true }
 
+// onceInt is once for an IntCmd, one pointer wide so that passing it as a
+// Cmder does not allocate.
+type onceInt struct{ *goredis.IntCmd }
+
+// NoRetry reports true: the command is never resent.
+func (onceInt) NoRetry() bool { return true }
+
 // evalArgs returns the arguments of EVAL or EVALSHA.
 func evalArgs(verb, body string, keys []string, nargs int) []any {
 	args := make([]any, 0, 3+len(keys)+nargs)

@@ -201,13 +201,22 @@ func (s *Session) pushx(ctx context.Context, items []session.Item) (int64, error
 	args := make([]any, 2, 2+len(items))
 	args[0], args[1] = "rpushx", s.keys[0]
 	for _, it := range items {
-		args = append(args, it.Bytes())
+		args = append(args, itemArg{it})
 	}
 	cmd := goredis.NewIntCmd(ctx, args...)
 	cmd.SetFirstKeyPos(1)
-	_ = s.st.client.Process(ctx, once{cmd})
+	_ = s.st.client.Process(ctx, onceInt{cmd})
 	return cmd.Result()
 }
+
+// itemArg sends an item's bytes as a command argument. It is one pointer
+// wide, like session.Item, so storing it in an interface does not allocate
+// (a []byte would be boxed on the heap, once per item); go-redis writes it
+// through MarshalBinary, which returns the item's bytes without copying.
+type itemArg struct{ it session.Item }
+
+// MarshalBinary returns the item's bytes.
+func (a itemArg) MarshalBinary() ([]byte, error) { return a.it.Bytes(), nil }
 
 // checkSize refuses a batch bigger than MaxBatchBytes.
 func (s *Session) checkSize(items []session.Item) error {
@@ -239,7 +248,7 @@ func (s *Session) writeArgs(items []session.Item) []any {
 	argv := make([]any, 0, 3+len(items))
 	argv = append(argv, s.st.ttlMS, s.id, stamp)
 	for _, it := range items {
-		argv = append(argv, it.Bytes())
+		argv = append(argv, itemArg{it})
 	}
 	return argv
 }
