@@ -9,12 +9,14 @@ import (
 
 // FuzzLoad feeds arbitrary documents to Load. Loading never panics, every
 // refusal is a *LoadError wrapping one of the load sentinels, and whatever
-// loads writes back to a document that loads again and rewrites to the same
-// bytes.
+// loads writes back, under the label it was loaded with, to a document that
+// loads again and rewrites to the same bytes.
 func FuzzLoad(f *testing.F) {
 	for _, name := range fixtureNames {
 		f.Add(fixture(f, name))
 	}
+	f.Add([]byte(`{"$schemaVersion":"1.15","current_step":null,"current_turn_persisted_item_count":0}`))
+	f.Add([]byte(`{"$schemaVersion":"1.17","terminal_unrecoverable":true}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cp, err := runstate.Load(data)
 		if err != nil {
@@ -38,6 +40,9 @@ func FuzzLoad(f *testing.F) {
 		back, err := runstate.Load(out)
 		if err != nil {
 			t.Fatalf("written document does not load: %v\n%s", err, out)
+		}
+		if back.Schema != cp.Schema {
+			t.Fatalf("loaded as %s, written as %s", cp.Schema, back.Schema)
 		}
 		again, err := back.MarshalJSON()
 		if err != nil {
