@@ -22,11 +22,15 @@
 //	redis://[user:pass@]host:port[/db]         one Redis server
 //	rediss://…                                 the same over TLS
 //	unix://[user:pass@]/path/to/socket[?db=N]  one Redis server on a Unix socket
-//	redis+cluster://host1:port1,host2:port2    a Redis Cluster (rediss+cluster:// over TLS)
+//	redis+cluster://host1:port1,host2:port2    a Redis Cluster
+//	rediss+cluster://…                         the same over TLS
 //	redis+sentinel://s1:p1,s2:p2/db?master_name=NAME
-//	                                           a sentinel-managed primary (rediss+sentinel:// over TLS)
+//	                                           a sentinel-managed primary
+//	rediss+sentinel://…                        the same over TLS
 //	mongodb://[user:pass@]host:port[,…]/database
 //	mongodb+srv://[user:pass@]host/database    MongoDB, or a server of its wire protocol
+//	postgres://[user:pass@]host[:port][,…]/database
+//	postgresql://…                             PostgreSQL (pgx's URL forms)
 //
 // Escape what a URL gives a meaning to, in passwords and paths alike: '%'
 // as %25, '#' as %23, '@' as %40, '/' as %2F, ' ' as %20.
@@ -75,6 +79,20 @@
 // directConnection, …). The database is the URL's path; default agents. A
 // collection name must be 1 to 120 bytes of UTF-8 without '$' or NUL, and
 // not begin with "system.".
+//
+// postgres, postgresql:
+//
+//	schema=<name>             schema of the tables; default none (the search_path decides)
+//	sessions_table=<name>     table of session rows; default agent_sessions
+//	messages_table=<name>     table of items; default agent_messages
+//
+// and pgx's and pgxpool's own (sslmode, connect_timeout, pool_max_conns,
+// application_name, …), validated by pgx.
+//
+// With Options.ReadOnly, sqlite opens the file read-only (a missing file
+// or missing tables are errors), mongodb creates no index or collection,
+// postgres creates no table; memory and redis create nothing on open in
+// any case.
 //
 // # Passwords
 //

@@ -230,3 +230,23 @@ func TestQuery(t *testing.T) {
 		require.True(t, strings.Contains(err.Error(), want), "%s: %v", raw, err)
 	}
 }
+
+// The package documentation names every registered scheme, in its URL
+// list and as the heading of an option section.
+func TestDocNamesEveryScheme(t *testing.T) {
+	b, err := os.ReadFile("doc.go")
+	require.NoError(t, err)
+	doc := string(b)
+	urls, rest, ok := strings.Cut(doc, "# Options")
+	require.True(t, ok)
+	options, _, ok := strings.Cut(rest, "# Passwords")
+	require.True(t, ok)
+	for _, s := range adapters.Schemes() {
+		require.True(t, strings.Contains(urls, "//\t"+s+":"), "doc.go's URL list lacks %s", s)
+		heading := false
+		for _, sep := range []string{",", ":"} {
+			heading = heading || strings.Contains(options, "// "+s+sep) || strings.Contains(options, " "+s+sep)
+		}
+		require.True(t, heading, "doc.go has no option section for %s", s)
+	}
+}
