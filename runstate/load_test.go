@@ -424,6 +424,16 @@ func TestWriteLabel(t *testing.T) {
 		require.Nil(t, cp.Pending)
 		assert.Equal(t, "1.15", writtenLabel(t, cp))
 	})
+	t.Run("a 1.17 record loaded and written back unsettled stays 1.17", func(t *testing.T) {
+		cp, err := runstate.Load(pendingDoc(t, "1.17", ordinary(nil)))
+		require.NoError(t, err)
+		b, err := cp.MarshalJSON()
+		require.NoError(t, err)
+		back, err := runstate.Load(b)
+		require.NoError(t, err)
+		assert.Equal(t, "1.17", back.Schema)
+		assert.Equal(t, canonical(t, pendingDoc(t, "1.17", ordinary(nil))), canonical(t, b), "nothing else changes")
+	})
 	t.Run("the terminal marker is written as 1.17", func(t *testing.T) {
 		cp, err := runstate.Load(doc115)
 		require.NoError(t, err)
