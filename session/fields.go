@@ -127,16 +127,20 @@ func skipValue(raw []byte, i int) int {
 	}
 }
 
-// skipValidString returns the index after the valid string at raw[i].
+// skipValidString returns the index after the valid string at raw[i]: the
+// first quote not escaped by an odd run of backslashes.
 func skipValidString(raw []byte, i int) int {
 	i++
 	for {
-		j := bytes.IndexAny(raw[i:], `"\`)
-		i += j
-		if raw[i] == '"' {
+		i += bytes.IndexByte(raw[i:], '"')
+		bs := 0
+		for raw[i-1-bs] == '\\' {
+			bs++
+		}
+		if bs%2 == 0 {
 			return i + 1
 		}
-		i += 2 // an escape: \" or \\ included
+		i++
 	}
 }
 

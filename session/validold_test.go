@@ -191,3 +191,38 @@ func BenchmarkScanCost(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkIndexCost weighs indexing at validation against a lazily built
+// index. "record" scans an item whose seven members are top-level (seven
+// recorded); "norecord" scans the same members one level down (one
+// recorded), which isolates the recording. "lazywalk" is what a lazy index
+// would add on the first accessor call: a walk over every member (here a
+// lookup with nothing recorded).
+func BenchmarkIndexCost(b *testing.B) {
+	large := `"` + strings.Repeat("0123456789abcdef", 4096) + `"`
+	for _, c := range []struct{ name, output string }{{"300B", `"The weather in Paris is clear, 18 degrees."`}, {"64KB", large}} {
+		members := `"type":"function_call_output","id":"fco_1","call_id":"call_1","output":` + c.output +
+			`,"status":"completed","_agents_tool_title":"t","extra":[1,2,3]`
+		flat := []byte(`{` + members + `}`)
+		nested := []byte(`{"x":{` + members + `}}`)
+		var ix index
+		b.Run(c.name+"/record", func(b *testing.B) {
+			for b.Loop() {
+				scanObject(flat, &ix)
+			}
+		})
+		b.Run(c.name+"/norecord", func(b *testing.B) {
+			for b.Loop() {
+				scanObject(nested, &ix)
+			}
+		})
+		d := &itemData{raw: flat, ix: index{more: true}}
+		b.Run(c.name+"/lazywalk", func(b *testing.B) {
+			for b.Loop() {
+				if _, ok := d.lookup("call_id"); !ok {
+					b.Fatal("not found")
+				}
+			}
+		})
+	}
+}
