@@ -77,9 +77,10 @@
 // batch and there is no optimistic retry. A script's writes are not rolled
 // back if it fails midway, so the write scripts do the write that can fail
 // (HSET of the metadata) first and push the items last; only the first
-// RPUSH can fail, so a batch is present wholly or not at all, and a key
-// of the session clobbered with another type makes the write fail with
-// nothing written. Under concurrency every append is one plain command
+// RPUSH can fail, so a batch is present wholly or not at all: a key of
+// the session clobbered with another type makes the write fail with
+// nothing written, or (the metadata of a session whose list exists, which
+// an append does not touch) is left as it is. Under concurrency every append is one plain command
 // (or one script) on its own pooled connection, exactly as raw go-redis
 // code would send it; nothing serialises the callers. Write commands (the scripts, RPOP) are sent with go-redis's
 // NoRetry: go-redis otherwise resends a command after some network errors

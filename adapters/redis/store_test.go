@@ -125,6 +125,20 @@ func TestWrongTypeWritesNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, n, "no item was pushed")
 
+	// Once the session exists an append does not touch the metadata: a
+	// clobbered metadata key is left as it is, and the batch lands whole.
+	s3, err := st.Session("wt3")
+	require.NoError(t, err)
+	require.NoError(t, s3.AddItems(ctx, conformance.Numbered("y", 1)))
+	require.NoError(t, c.Set(ctx, s3.Keys()[1], "not a hash", 0).Err())
+	require.NoError(t, s3.AddItems(ctx, conformance.Numbered("z", 3)))
+	got, err := s3.Items(ctx)
+	require.NoError(t, err)
+	require.Equal(t, texts(append(conformance.Numbered("y", 1), conformance.Numbered("z", 3)...)), texts(got))
+	v3, err := c.Get(ctx, s3.Keys()[1]).Result()
+	require.NoError(t, err)
+	require.Equal(t, "not a hash", v3)
+
 	s2, err := st.Session("wt2")
 	require.NoError(t, err)
 	require.NoError(t, c.Set(ctx, s2.Keys()[0], "not a list", 0).Err())
@@ -243,14 +257,18 @@ func TestTTL(t *testing.T) {
 	for _, refresh := range []bool{false, true} {
 		name := map[bool]string{false: "reads do not refresh", true: "RefreshOnRead"}[refresh]
 		t.Run(name, func(t *testing.T) {
+			// Margins of 0.8 s either way, for a loaded machine: the read
+			// comes 1.2 s into a 2 s TTL, the check 1.2 s after it (past the
+			// first expiry, well before a refreshed one).
+			const ttl = 2 * time.Second
 			st := newStore(t, c, Options{KeyPrefix: uniquePrefix(t), TTL: ttl, RefreshOnRead: refresh})
 			s, err := st.Session("t")
 			require.NoError(t, err)
 			require.NoError(t, s.AddItems(ctx, conformance.Numbered("a", 2)))
-			time.Sleep(600 * time.Millisecond)
+			time.Sleep(1200 * time.Millisecond)
 			_, err = s.LatestItems(ctx, 1)
 			require.NoError(t, err)
-			time.Sleep(600 * time.Millisecond)
+			time.Sleep(1200 * time.Millisecond)
 			got, err := s.Items(ctx)
 			require.NoError(t, err)
 			if refresh {
