@@ -1,6 +1,7 @@
 package adapters
 
 import (
+	"errors"
 	"net/url"
 	"strings"
 )
@@ -68,11 +69,14 @@ func scrub(err error, secret string) error {
 	return &scrubbed{msg: msg, err: err}
 }
 
-// scrubbed is an error whose message had a password masked.
+// scrubbed is an error whose message had a password masked. It matches
+// what err matches (errors.Is, errors.As) but has no Unwrap, so that code
+// printing each error of the chain does not print the password.
 type scrubbed struct {
 	msg string
 	err error
 }
 
-func (e *scrubbed) Error() string { return e.msg }
-func (e *scrubbed) Unwrap() error { return e.err }
+func (e *scrubbed) Error() string        { return e.msg }
+func (e *scrubbed) Is(target error) bool { return errors.Is(e.err, target) }
+func (e *scrubbed) As(target any) bool   { return errors.As(e.err, target) }

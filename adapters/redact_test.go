@@ -64,3 +64,20 @@ func TestRedactUnparseable(t *testing.T) {
 		}
 	}
 }
+
+func TestScrubHidesTheChain(t *testing.T) {
+	inner := fmt.Errorf("dial redis://u:hunter22@h: %w", errBackend)
+	err := scrub(fmt.Errorf("open: %w", inner), "hunter22")
+	require := func(ok bool, msg string) {
+		t.Helper()
+		if !ok {
+			t.Fatal(msg)
+		}
+	}
+	require(errors.Is(err, errBackend), "errors.Is sees the chain")
+	require(!strings.Contains(err.Error(), "hunter22"), "message masked")
+	for e := errors.Unwrap(err); e != nil; e = errors.Unwrap(e) {
+		require(!strings.Contains(e.Error(), "hunter22"), "an unwrapped error shows the password")
+	}
+	require(scrub(errBackend, "hunter22") == errBackend, "an error without the password is returned as it is")
+}
