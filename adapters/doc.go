@@ -58,7 +58,7 @@
 // redis, rediss, unix, redis+cluster, rediss+cluster, redis+sentinel,
 // rediss+sentinel:
 //
-//	key_prefix=<prefix>       start of every key; default agents:session (the Python SDK's)
+//	key_prefix=<prefix>       start of every key; default agents:native (layout=native), agents:session (layout=python, the Python SDK's)
 //	layout=native|python      key layout; default native (python: the Python SDK's RedisSession keys)
 //	ttl=<duration>            expire a session's keys this long after its last write; default 0, never
 //	refresh_on_read=<bool>    reads restart the expiry clock too; default false
