@@ -45,7 +45,12 @@ func TestHeldWriteScenarios(t *testing.T) {
 	res := suite.Run(t, h, heldwrite.Clauses(), suite.Options{Namespace: suite.NewNamespace(suite.NewRunID(), "held-write")})
 	require.Len(t, res, 96, "the held-write part has 96 clauses")
 	for _, r := range res {
-		require.Equal(t, suite.StatusPass, r.Status, "%s: %s", r.Name, r.Message)
+		// A pass, or a clause go test's -run left out (a skip); never a
+		// failure, never a skip for another reason.
+		if r.Status != suite.StatusPass {
+			require.Equal(t, suite.StatusSkip, r.Status, "%s: %s", r.Name, r.Message)
+			require.Contains(t, r.Message, "filtered out by go test -run", r.Name)
+		}
 	}
 }
 
