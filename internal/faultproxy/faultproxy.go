@@ -10,8 +10,6 @@
 package faultproxy
 
 import (
-	"errors"
-	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -198,9 +196,10 @@ func (p *Proxy) serve(client net.Conn) {
 	go func() {
 		defer close(done)
 		buf := make([]byte, 64<<10)
+		clientGone := false
 		for {
 			n, err := server.Read(buf)
-			if n > 0 {
+			if n > 0 && !clientGone {
 				if loseNext.Load() {
 					_ = client.Close()
 					_ = server.Close()
@@ -208,7 +207,9 @@ func (p *Proxy) serve(client net.Conn) {
 				}
 				p.sleep()
 				if _, werr := client.Write(buf[:n]); werr != nil {
-					return
+					// The client is gone; keep reading until the server has
+					// finished what it was sent and closes.
+					clientGone = true
 				}
 			}
 			if err != nil {
@@ -237,13 +238,42 @@ func (p *Proxy) serve(client net.Conn) {
 			}
 		}
 		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				_ = server.Close()
-			} else if tc, ok := server.(*net.TCPConn); ok {
+			// The client is gone or done: half-close toward the server so
+			// that it finishes every request it already received, as it
+			// would for a client that died, and closes its side.
+			if tc, ok := server.(*net.TCPConn); ok {
 				_ = tc.CloseWrite()
+			} else {
+				_ = server.Close()
 			}
 			break
 		}
 	}
 	<-done
+}
+
+// Open returns the number of connections being relayed.
+func (p *Proxy) Open() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.conns) / 2
+}
+
+// Drain waits until every relayed connection has ended: each client that
+// went away has had its requests finished by the server. It reports
+// whether that happened within timeout.
+func (p *Proxy) Drain(timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		p.mu.Lock()
+		n := len(p.conns)
+		p.mu.Unlock()
+		if n == 0 {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
