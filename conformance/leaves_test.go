@@ -78,5 +78,10 @@ func TestInterruptedCheckLeavesNothing(t *testing.T) {
 	}
 	rep := conformance.Check(ctx, h, conformance.Options{NativeOnly: true})
 	require.NotEqual(t, conformance.LevelFull, rep.Level)
+	require.Zero(t, rep.Failed, "an interrupted clause is no failure of the store: %s", rep.Summary())
+	var b strings.Builder
+	require.NoError(t, rep.WriteText(&b))
+	require.Regexp(t, `SKIP  base        corrupt/isolated  \(interrupted: context canceled\)`, b.String())
+	require.Regexp(t, `(?m)^  SKIP  \d+ clauses from cancel/before-call on \(not run: context canceled\)$`, b.String(), "one line for what was left")
 	require.Equal(t, before, memorySnapshot(t, h), "the interrupted clause cleared its sessions")
 }

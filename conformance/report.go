@@ -253,7 +253,18 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "conformance report for %s (declared: %s)\n", r.Store, r.declared)
 	for _, p := range r.Parts {
 		fmt.Fprintf(&b, "\n%s: %d clauses\n", p.Name, p.Total)
-		for _, c := range p.Clauses {
+		for i := 0; i < len(p.Clauses); i++ {
+			c := p.Clauses[i]
+			if c.Status == StatusSkip && strings.HasPrefix(c.Message, "not run: ") {
+				// An interrupted run: one line for the clauses left.
+				n := 1
+				for i+n < len(p.Clauses) && p.Clauses[i+n].Message == c.Message {
+					n++
+				}
+				fmt.Fprintf(&b, "  SKIP  %d clauses from %s on (%s)\n", n, c.Name, c.Message)
+				i += n - 1
+				continue
+			}
 			line := fmt.Sprintf("  %-4s  %-11s %s", strings.ToUpper(string(c.Status)), c.Group, c.Name)
 			if c.Message != "" && c.Status != StatusPass {
 				line += "  (" + firstLine(c.Message) + ")"

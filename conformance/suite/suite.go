@@ -196,6 +196,11 @@ func Check(ctx context.Context, h Harness, cs []Clause, opts Options) []Result {
 		<-done
 		cancel()
 		r := rec.result()
+		if r.Status == StatusFail && ctx.Err() != nil {
+			// The run was interrupted: the clause's failure says nothing
+			// about the store.
+			r.Status, r.Message = StatusSkip, "interrupted: "+context.Cause(ctx).Error()
+		}
 		res.Status, res.Message, res.Duration = r.Status, r.Message, time.Since(start)
 		out = append(out, res)
 	}
