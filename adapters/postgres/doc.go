@@ -32,7 +32,11 @@
 // values without the 2^31 limit).
 //
 // To Python's index Open adds idx_agent_messages_session_id on
-// (session_id, id), the one order this package reads in.
+// (session_id, id), the one order this package reads in. CREATE INDEX
+// blocks writes to the table while it runs: on a large table Python
+// already fills, create it first with CREATE INDEX CONCURRENTLY (same name
+// and columns), and give a role that may not create anything
+// Options.SkipCreateTables.
 //
 // # Order
 //
@@ -72,6 +76,9 @@
 //
 // A batch lands whole and contiguous or not at all, also with any number
 // of processes writing one session: they queue on the session row's lock.
+// (Python's add_items takes that lock only with its last statement, after
+// inserting its items one by one, so a Python batch and a Go batch written
+// at the same moment may interleave; Go batches never do.)
 // A context that is already done makes every call fail with its error
 // before anything is sent.
 //

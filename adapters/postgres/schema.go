@@ -33,7 +33,6 @@ type queries struct {
 	popObject     string // pop, if the newest row is a JSON object
 	restore       string // puts a row back by id
 	deleteID      string // deletes one row by id, returning it
-	exists        string // whether the session has rows
 	clearMessages string
 	clearSession  string
 	list          string // sessions holding rows
@@ -113,7 +112,6 @@ func newQueries(o Options) *queries {
 	RETURNING m.id, m.message_data`
 	q.restore = `INSERT INTO ` + m + ` (id, session_id, message_data) VALUES ($1::bigint, $2, $3)`
 	q.deleteID = `DELETE FROM ` + m + ` WHERE id = $1::bigint AND session_id = $2 RETURNING id, message_data`
-	q.exists = `SELECT EXISTS (SELECT 1 FROM ` + m + ` WHERE session_id = $1)`
 	q.clearMessages = `DELETE FROM ` + m + ` WHERE session_id = $1`
 	q.clearSession = `DELETE FROM ` + s + ` WHERE session_id = $1`
 	q.list = `SELECT session_id FROM ` + s + ` AS s WHERE EXISTS (SELECT 1 FROM ` + m + ` AS m WHERE m.session_id = s.session_id) ORDER BY session_id`
