@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -221,4 +222,36 @@ func texts(items []session.Item) []string {
 		out[i] = it.String()
 	}
 	return out
+}
+
+// TestAllocsFlatInHistory: LatestItems(50) and PopItem allocate as much on
+// a history of 20k items as on one of 1k.
+func TestAllocsFlatInHistory(t *testing.T) {
+	ctx := context.Background()
+	c := standaloneClient(t)
+	st := newStore(t, c, Options{KeyPrefix: uniquePrefix(t)})
+	measure := func(size int) (latest, pop float64) {
+		s, err := st.Session("h" + strconv.Itoa(size))
+		require.NoError(t, err)
+		batch := conformance.Numbered("h", 1000)
+		for n := 0; n < size; n += len(batch) {
+			require.NoError(t, s.AddItems(ctx, batch))
+		}
+		latest = testing.AllocsPerRun(20, func() {
+			got, err := s.LatestItems(ctx, 50)
+			require.NoError(t, err)
+			require.Len(t, got, 50)
+		})
+		pop = testing.AllocsPerRun(20, func() {
+			_, ok, err := s.PopItem(ctx)
+			require.NoError(t, err)
+			require.True(t, ok)
+		})
+		return latest, pop
+	}
+	l1, p1 := measure(1_000)
+	l2, p2 := measure(20_000)
+	t.Logf("allocs per op: latest-50 %.0f (1k) / %.0f (20k), pop %.0f / %.0f", l1, l2, p1, p2)
+	require.Equal(t, l1, l2, "latest-50")
+	require.Equal(t, p1, p2, "pop")
 }
