@@ -15,7 +15,8 @@ import (
 
 // Session is a handle on one session of a Store. It is safe for concurrent
 // use, and any number of handles (in any number of processes) may share an
-// id: every operation is one atomic server-side step.
+// id: every write is one atomic server-side step (PopItem's is conditional
+// on the records it read, and retried when they changed).
 type Session struct {
 	st   *Store
 	id   string
