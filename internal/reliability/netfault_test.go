@@ -170,3 +170,5 @@ func TestNetworkFaults(t *testing.T) {
 		})
 	}
 }
+
+func sessionItems(ss []string) ([]session.Item, error) { return session.Items(ss...) }
