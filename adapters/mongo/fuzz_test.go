@@ -86,10 +86,22 @@ func FuzzParseMessageDocument(f *testing.F) {
 	f.Add([]byte(messageDocWith(byte(bson.TypeString), []byte{3, 0, 0, 0, '{', '}', 0})))
 	f.Add([]byte{5, 0, 0, 0, 0})
 	f.Add([]byte{})
+	for _, exp := range []any{bson.DateTime(1_700_000_000_000), "not a date", int64(7)} {
+		d, err := bson.Marshal(bson.D{{Key: "seq", Value: int64(3)}, {Key: "message_data", Value: bson.A{`{"x":NaN}`}}, {Key: "expires_at", Value: exp}})
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(d)
+	}
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		items, bad, err := decodeAll(bson.Raw(doc), "fuzz")
 		if err != nil {
 			return
+		}
+		if d, err := parseMessageDoc(bson.Raw(doc)); err == nil && d.stamped {
+			if v, err := bson.Raw(doc).LookupErr("expires_at"); err != nil || v.Type != bson.TypeDateTime {
+				t.Fatal("stamped without a date expires_at")
+			}
 		}
 		for _, it := range items {
 			if !it.Valid() {
