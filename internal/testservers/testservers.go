@@ -1,11 +1,13 @@
 // Package testservers starts real backend servers for the tests of this
 // module: a standalone Redis, a 3-master Redis Cluster, private Redis servers
-// for fault tests, and a Mongo-wire server. No mocks.
+// for fault tests, a Mongo-wire server and PostgreSQL. No mocks.
 //
 // Each server is chosen in this order: an address from the environment, else
-// a testcontainers-go container when a Docker engine answers (standalone Redis
-// and Mongo only), else a local server on a free loopback port (redis-server,
-// or FerretDB with its SQLite backend for Mongo). Shared servers are started
+// a testcontainers-go container when a Docker engine answers (standalone
+// Redis, Mongo and PostgreSQL only), else a local server on a free loopback
+// port (redis-server; FerretDB with its SQLite backend for Mongo; a
+// throwaway initdb cluster for PostgreSQL, run as the user "postgres" when
+// the tests run as root). Shared servers are started
 // lazily, once per test process, and stopped by [Main]:
 //
 //	func TestMain(m *testing.M) { testservers.Main(m) }
