@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -281,4 +282,68 @@ func TestPythonInterop(t *testing.T) {
 	indexes, err = pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
 	require.Equal(t, []string{"agent_messages_pkey", "idx_agent_messages_session_id", "idx_agent_messages_session_time"}, indexes)
+}
+
+// TestPythonConcurrentPops: Python's pops (which take no session lock) and
+// the adapter's, racing on one session: every item is popped exactly once.
+func TestPythonConcurrentPops(t *testing.T) {
+	ctx := context.Background()
+	schema := freshSchema(t)
+	c := connect(t)
+	pyCreateTables(t, c, schema)
+	st := openStore(t, Options{Schema: schema})
+	g, err := st.Session("racing")
+	require.NoError(t, err)
+	const n = 300
+	want := numbered("r", 0, n)
+	require.NoError(t, g.AddItems(ctx, want))
+
+	var mu sync.Mutex
+	popped := map[string]int{}
+	record := func(s string) {
+		mu.Lock()
+		popped[s]++
+		mu.Unlock()
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 4 {
+		wg.Go(func() { // Python
+			pc := connect(t)
+			if _, err := pc.Exec(ctx, `SET search_path TO `+schema); err != nil {
+				errs <- err
+				return
+			}
+			py := &pySession{t: t, c: pc, schema: schema, id: "racing"}
+			for {
+				data, ok := py.popItem()
+				if !ok {
+					return
+				}
+				record(data)
+			}
+		})
+		wg.Go(func() { // Go
+			for {
+				it, ok, err := g.PopItem(ctx)
+				if err != nil {
+					errs <- fmt.Errorf("go popper %d: %w", w, err)
+					return
+				}
+				if !ok {
+					return
+				}
+				record(it.String())
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	require.Len(t, popped, n)
+	for k, v := range popped {
+		require.Equal(t, 1, v, "%s popped %d times", k, v)
+	}
 }
