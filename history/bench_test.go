@@ -3,8 +3,10 @@ package history_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentsessions/sessions/adapters/memory"
 	"github.com/agentsessions/sessions/history"
@@ -189,4 +191,95 @@ func BenchmarkDigests(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// median returns the median of ds.
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// BenchmarkModelInputRatio times, interleaved op by op, one validation pass
+// over the 3.2 MB history (the floor: what an adapter's read does) and the
+// ModelInput-equivalent (the same decode, then SafeWindow), and reports the
+// medians and their ratio, so machine load hits both sides alike.
+func BenchmarkModelInputRatio(b *testing.B) {
+	rows := bigHistory()
+	items := make([]session.Item, len(rows))
+	var floor, full []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		for _, r := range rows {
+			if _, err := driver.DecodeStoredString(r); err != nil {
+				b.Fatal(err)
+			}
+		}
+		t1 := time.Now()
+		for i, r := range rows {
+			it, err := driver.DecodeStoredString(r)
+			if err != nil {
+				b.Fatal(err)
+			}
+			items[i] = it
+		}
+		if got := history.SafeWindow(items); len(got) != 50 {
+			b.Fatalf("kept %d", len(got))
+		}
+		t2 := time.Now()
+		floor, full = append(floor, t1.Sub(t0)), append(full, t2.Sub(t1))
+	}
+	f, m := median(floor), median(full)
+	b.ReportMetric(float64(f.Microseconds()), "validate-µs")
+	b.ReportMetric(float64(m.Microseconds()), "modelinput-µs")
+	b.ReportMetric(float64(m)/float64(f), "ratio")
+}
+
+// BenchmarkSaveRatio times, interleaved op by op, a plain Append of 20
+// items, the budget (tail read + one digest per item + append) and
+// runstate's Save with Register, each into its own memory session holding
+// a conversation, and reports the medians and the ratios to Append.
+func BenchmarkSaveRatio(b *testing.B) {
+	ctx := context.Background()
+	batch := saveItems()
+	mk := func() session.Session {
+		s, err := memory.NewSession("s")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := session.Append(ctx, s, append(saveItems(), saveItems()...)); err != nil {
+			b.Fatal(err)
+		}
+		return s
+	}
+	sa, sb, sc := mk(), mk(), mk()
+	var ta, tb, tc []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		if err := session.Append(ctx, sa, batch); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if _, err := session.Latest(ctx, sb, len(batch)+1); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := history.Digests(batch, false); err != nil {
+			b.Fatal(err)
+		}
+		if err := session.Append(ctx, sb, batch); err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
+		cp := runstate.New()
+		cp.SetStep(runstate.StepRunAgain)
+		if _, err := cp.Save(ctx, sc, runstate.SaveArgs{NewItems: batch, Register: true}); err != nil {
+			b.Fatal(err)
+		}
+		t3 := time.Now()
+		ta, tb, tc = append(ta, t1.Sub(t0)), append(tb, t2.Sub(t1)), append(tc, t3.Sub(t2))
+	}
+	a := median(ta)
+	b.ReportMetric(float64(a.Microseconds()), "append-µs")
+	b.ReportMetric(float64(median(tb))/float64(a), "budget/append")
+	b.ReportMetric(float64(median(tc))/float64(a), "save/append")
 }
