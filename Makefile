@@ -1,17 +1,35 @@
 # The whole test suite: `make test`. CI (.ci/run) calls exactly that, with
 # SESSIONS_REQUIRE_BACKENDS=1 so a backend that cannot start fails the run.
 
+SHELL       := bash
+.SHELLFLAGS := -eu -o pipefail -c
+
 GO          ?= go
 STATICCHECK ?= staticcheck
 LAUNCHER    := internal/testservers/launcher
+# Modules of their own, so that their dependencies never enter the library's
+# go.mod: the OpenTelemetry wrapper.
+NESTED      := otelsession
 PKGS        := ./...
 
-.PHONY: test vet lint bench fuzz launcher
+.PHONY: test vet lint bench fuzz launcher reliability
 
-## test: vet, then every test with -race against every backend the suite can start.
+## test: vet, then every test with -race against every backend the suite can
+## start, in the library and in each nested module. The reliability campaign
+## runs at its short setting as part of it (internal/crashtest, internal/reliability).
 test: vet launcher
 	$(GO) test -race -count=1 -timeout 25m $(PKGS)
+	@for m in $(NESTED); do echo "== $$m"; (cd $$m && $(GO) test -race -count=1 -timeout 10m ./...) || exit 1; done
 	cd $(LAUNCHER) && $(GO) test -count=1 -timeout 10m ./...
+
+## reliability: the crash loop, network faults, restarts and the two-process
+## load, with their counts (KILLS kills per backend, LOAD of load per process).
+KILLS ?= 40
+LOAD  ?= 1500ms
+reliability: launcher
+	CRASHTEST_KILLS=$(KILLS) RELIABILITY_LOAD_DURATION=$(LOAD) $(GO) test -count=1 -timeout 60m -v \
+	  -run 'TestCrashLoop|TestNetworkFaults|TestRedisRestartUnderLoad|TestMongoConnectionsDropUnderLoad|TestTwoProcessLoad' \
+	  ./internal/crashtest/ ./internal/reliability/ | grep -E '^(---|ok|FAIL|PASS)|crash loop|load |restart:|drop:|faults='
 
 ## launcher: build the test-server launcher (FerretDB, testcontainers) once, so
 ## a cold build (minutes on a fresh machine) happens here and not inside a test.
@@ -20,13 +38,13 @@ launcher:
 
 vet:
 	$(GO) vet $(PKGS)
-	cd $(LAUNCHER) && $(GO) vet ./...
+	@for m in $(NESTED) $(LAUNCHER); do (cd $$m && $(GO) vet ./...) || exit 1; done
 
-## lint: gofmt, go vet and staticcheck, on the library and the nested test-server module.
+## lint: gofmt, go vet and staticcheck, on the library and every nested module.
 lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(STATICCHECK) $(PKGS)
-	cd $(LAUNCHER) && $(STATICCHECK) ./...
+	@for m in $(NESTED) $(LAUNCHER); do (cd $$m && $(STATICCHECK) ./...) || exit 1; done
 
 ## bench: every adapter against its raw driver in the same run (ratios are reported as metrics).
 bench:
