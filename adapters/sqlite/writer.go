@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,11 +17,13 @@ import (
 // Group commit.
 //
 // Every write of a Store (AddItems, PopItem, Clear, ReplaceItems, and the
-// schema creation of Open) is a request to one writer goroutine, which owns
-// the Store's write connection. When the writer becomes free it takes every
-// request queued at that moment (up to maxGroup), begins one transaction
-// with BEGIN IMMEDIATE, runs each request inside a SAVEPOINT of its own,
-// and commits once; each caller is answered after that commit. So:
+// schema creation of Open) is a request to the Store's one writer, which
+// owns the Store's write connection: the caller that finds no writer
+// running becomes it (leader), and runs its own request at once. When the
+// writer becomes free it takes every request queued at that moment (up to
+// maxGroup), begins one transaction with BEGIN IMMEDIATE, runs each request
+// inside a SAVEPOINT of its own, and commits once; each caller is answered
+// after that commit. So:
 //
 //   - writers of one process never contend for SQLite's lock, and never
 //     see SQLITE_BUSY: they queue in Go;
@@ -33,7 +36,8 @@ import (
 //     is one transaction's.
 //
 // Only the lock between processes (or between Stores on one file) is
-// waited for, by BEGIN IMMEDIATE, for up to Options.BusyTimeout.
+// waited for: BEGIN IMMEDIATE is retried, with short jittered pauses, for
+// up to Options.BusyTimeout since each request was queued.
 
 // maxGroup bounds the requests of one group transaction, so that the
 // first caller of a long queue is not kept waiting for all of it.
@@ -98,94 +102,100 @@ func (w *wconn) close() {
 	_ = w.c.Close()
 }
 
-// request is one write waiting for, or done by, the writer.
+// request is one write waiting for, or done by, a leader.
 type request struct {
 	ctx  context.Context
 	fn   func(ctx context.Context, w *wconn, redo bool) error
 	done chan error // receives the outcome once, after the commit
 
-	state   reqState  // guarded by Store.wmu
-	started time.Time // first attempt, for BusyTimeout of busy retries
-	err     error     // outcome of the current round (writer only)
-	ok      bool      // ran without error in the current round (writer only)
-	again   bool      // to be run in the next round (writer only)
+	state   reqState  // guarded by writerState.wmu
+	started time.Time // when it was queued, for BusyTimeout
+	err     error     // outcome of the current round (leader only)
+	ok      bool      // ran without error in the current round (leader only)
+	again   bool      // to be run in the next round (leader only)
 }
 
 type reqState uint8
 
 const (
-	queued    reqState = iota // in Store.queue, may be withdrawn
-	claimed                   // taken by the writer: the caller waits for done
+	queued    reqState = iota // in the queue, may be withdrawn
+	claimed                   // taken by a leader: the caller waits for done
 	withdrawn                 // its caller gave up before it was claimed
 )
 
-// writerState is the group-commit machinery of a writable Store.
+// writerState is the group-commit machinery of a writable Store. There is
+// no writer goroutine while nothing is written: the caller that finds no
+// leader becomes the leader and runs its own write at once (no handoff, no
+// wait); callers that arrive meanwhile queue, and the leader takes them all
+// in its next transaction. A leader whose own write is done hands what is
+// still queued to a new goroutine and returns.
 type writerState struct {
-	wmu         sync.Mutex
-	queue       []*request
-	stopping    bool               // no new requests; the writer exits
-	beginCancel context.CancelFunc // set while the writer waits for the lock
-	wake        chan struct{}      // cap 1: the queue may be non-empty
-	done        chan struct{}      // closed when the writer exited
-	bg          context.Context    // the writer's statements' context
-	bgCancel    context.CancelFunc // ends a wait for the lock at Close
-	hold        bool               // keep one connection for the Store's lifetime
-	wc          *wconn             // the held connection (writer goroutine only)
+	wmu      sync.Mutex
+	queue    []*request
+	leading  bool          // a leader runs; guarded by wmu
+	stopping bool          // no new requests; guarded by wmu
+	stop     chan struct{} // closed at Close: ends waits for the lock
+	leaders  sync.WaitGroup
+	hold     bool   // keep one connection for the Store's lifetime
+	wc       *wconn // the held connection (current leader only)
+	busyMS   int64  // the held connection's busy_timeout before the writer set 0
 
 	groups, batches atomic.Int64 // transactions committed, requests in them
 }
 
-// startWriter starts the writer goroutine.
+// startWriter readies the writer.
 func (st *Store) startWriter(hold bool) {
-	w := &st.w
-	w.wake = make(chan struct{}, 1)
-	w.done = make(chan struct{})
-	w.bg, w.bgCancel = context.WithCancel(context.Background())
-	w.hold = hold
-	go st.writeLoop()
+	st.w.stop = make(chan struct{})
+	st.w.hold = hold
 }
 
-// stopWriter makes later writes fail with ErrClosed, fails the queued ones
-// and waits for the group in progress.
+// stopWriter makes later writes fail with ErrClosed, waits for the leader
+// (which fails what is still queued with ErrClosed) and gives back the
+// held connection.
 func (st *Store) stopWriter() {
 	w := &st.w
-	if w.done == nil {
+	if w.stop == nil {
 		return
 	}
 	w.wmu.Lock()
-	w.stopping = true
-	if w.beginCancel != nil {
-		w.beginCancel()
+	if !w.stopping {
+		w.stopping = true
+		close(w.stop)
 	}
 	w.wmu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default:
+	w.leaders.Wait()
+	if w.wc != nil {
+		// Give the connection back as it was (OpenDB: it is the caller's).
+		_ = w.wc.execOnce(context.Background(), "PRAGMA busy_timeout = "+strconv.FormatInt(w.busyMS, 10))
+		w.wc.close()
+		w.wc = nil
 	}
-	<-w.done
-	w.bgCancel()
 }
 
-// submit hands fn to the writer and waits for its outcome. If ctx ends
-// before the writer took the request, the request is withdrawn (it will
-// never run) and ctx's error returned; once taken, the caller waits for
-// the commit, so that an error always means nothing was written.
+// submit runs fn in a group transaction and returns its outcome. If ctx
+// ends before a leader took the request, the request is withdrawn (it will
+// never run) and ctx's error returned; once taken, the caller waits for the
+// commit, so that an error always means nothing was written.
 func (st *Store) submit(ctx context.Context, fn func(ctx context.Context, w *wconn, redo bool) error) error {
 	if st.opts.ReadOnly {
 		return ErrReadOnly
 	}
 	w := &st.w
-	r := &request{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	r := &request{ctx: ctx, fn: fn, done: make(chan error, 1), started: time.Now()}
 	w.wmu.Lock()
 	if w.stopping {
 		w.wmu.Unlock()
 		return session.ErrClosed
 	}
 	w.queue = append(w.queue, r)
+	lead := !w.leading
+	if lead {
+		w.leading = true
+		w.leaders.Add(1)
+	}
 	w.wmu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default:
+	if lead {
+		st.lead(r)
 	}
 	select {
 	case err := <-r.done:
@@ -198,7 +208,7 @@ func (st *Store) submit(ctx context.Context, fn func(ctx context.Context, w *wco
 	}
 }
 
-// withdraw removes r from the queue if the writer has not taken it yet.
+// withdraw removes r from the queue if no leader has taken it yet.
 func (st *Store) withdraw(r *request) bool {
 	w := &st.w
 	w.wmu.Lock()
@@ -207,16 +217,19 @@ func (st *Store) withdraw(r *request) bool {
 		return false
 	}
 	r.state = withdrawn
+	w.remove(r)
+	return true
+}
+
+// remove takes r out of the queue; wmu is held.
+func (w *writerState) remove(r *request) {
 	for i, q := range w.queue {
 		if q == r {
 			w.queue = append(w.queue[:i], w.queue[i+1:]...)
-			break
+			w.queue[len(w.queue):cap(w.queue)][0] = nil
+			return
 		}
 	}
-	if len(w.queue) == 0 && w.beginCancel != nil {
-		w.beginCancel() // nobody left to wait for the lock for
-	}
-	return true
 }
 
 // claim takes up to maxGroup queued requests.
@@ -236,48 +249,37 @@ func (st *Store) claim() []*request {
 	return out
 }
 
-func (st *Store) writeLoop() {
+// lead runs group transactions while requests are queued, until mine (nil
+// for a leader started by another) is answered; what is queued then goes
+// to a new leader goroutine.
+func (st *Store) lead(mine *request) {
 	w := &st.w
-	defer close(w.done)
-	defer func() {
-		if w.wc != nil {
-			w.wc.close()
-			w.wc = nil
-		}
-	}()
 	for {
+		st.runGroup(mine)
 		w.wmu.Lock()
-		for len(w.queue) == 0 && !w.stopping {
+		if len(w.queue) == 0 {
+			w.leading = false
 			w.wmu.Unlock()
-			<-w.wake
-			w.wmu.Lock()
+			w.leaders.Done()
+			return
 		}
-		stopping := w.stopping
 		w.wmu.Unlock()
-		if stopping {
-			for _, r := range st.claim() {
-				r.done <- session.ErrClosed
-			}
-			w.wmu.Lock()
-			empty := len(w.queue) == 0
-			w.wmu.Unlock()
-			if empty {
-				return
-			}
-			continue
+		if mine != nil && len(mine.done) > 0 {
+			go st.lead(nil) // leadership passes on; leaders' count unchanged
+			return
 		}
-		st.runGroup()
 	}
 }
 
 // conn returns the connection to write with: the held one, or one from the
 // pool for this group (a private in-memory database has only one, which
 // reads need too).
-func (st *Store) conn(ctx context.Context) (*wconn, error) {
+func (st *Store) conn() (*wconn, error) {
 	w := &st.w
 	if w.wc != nil {
 		return w.wc, nil
 	}
+	ctx := context.Background()
 	c, err := st.db.Conn(ctx)
 	if err != nil {
 		return nil, err
@@ -292,6 +294,16 @@ func (st *Store) conn(ctx context.Context) (*wconn, error) {
 		}
 	}
 	if w.hold {
+		// The writer waits for other processes' locks itself, in Go,
+		// where a Close or a withdrawn request can end the wait: the held
+		// connection's BEGIN must fail at once when the lock is taken.
+		if err := c.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&w.busyMS); err == nil {
+			err = wc.execOnce(ctx, "PRAGMA busy_timeout = 0")
+		}
+		if err != nil {
+			wc.close()
+			return nil, err
+		}
 		w.wc = wc
 	}
 	return wc, nil
@@ -319,64 +331,97 @@ func (st *Store) release(wc *wconn, bad bool) {
 	wc.close()
 }
 
-// begin waits for the database's write lock, for up to BusyTimeout since
-// start, while any request is still queued for it.
-func (st *Store) begin(start time.Time) (*wconn, error) {
+// errNobody ends a wait for the lock that no request needs any more.
+var errNobody = errors.New("sqlite: no request left")
+
+// errMine ends a leader's wait for the lock when its own caller gave up.
+var errMine = errors.New("sqlite: leader's caller gone")
+
+// maxBackoff caps the pause between two tries for a lock another process
+// holds: short, so that a writer polling for it often finds the gap
+// between the holder's transactions.
+const maxBackoff = 8 * time.Millisecond
+
+// begin begins a write transaction for what is queued, waiting for the
+// lock another process (or Store) holds. Each queued request waits at most
+// BusyTimeout since it was queued, then fails with SQLite's BUSY error.
+func (st *Store) begin(mine *request) (*wconn, error) {
 	w := &st.w
-	backoff := time.Millisecond
+	ctx := context.Background()
+	var mineDone <-chan struct{}
+	if mine != nil {
+		mineDone = mine.ctx.Done()
+	}
+	backoff := 250 * time.Microsecond
 	for {
-		ctx, cancel := context.WithCancel(w.bg)
 		w.wmu.Lock()
-		if len(w.queue) == 0 || w.stopping {
-			w.wmu.Unlock()
-			cancel()
+		stopping, empty := w.stopping, len(w.queue) == 0
+		mineQueued := mine != nil && mine.state == queued
+		w.wmu.Unlock()
+		if stopping || empty {
 			return nil, errNobody
 		}
-		w.beginCancel = cancel
-		w.wmu.Unlock()
-		wc, err := st.conn(ctx)
+		if mineQueued && mine.ctx.Err() != nil {
+			return nil, errMine
+		}
+		wc, err := st.conn()
 		if err == nil {
-			if err = wc.exec(ctx, "BEGIN IMMEDIATE"); err != nil {
-				st.release(wc, false)
+			if err = wc.exec(ctx, "BEGIN IMMEDIATE"); err == nil {
+				return wc, nil
 			}
+			st.release(wc, false)
 		}
-		w.wmu.Lock()
-		w.beginCancel = nil
-		w.wmu.Unlock()
-		cancelled := ctx.Err() != nil
-		cancel()
-		if err == nil {
-			return wc, nil
-		}
-		if cancelled {
-			return nil, errNobody // every caller withdrew, or Close
-		}
-		if !isBusy(err) || time.Since(start)+backoff > st.opts.BusyTimeout {
+		if !isBusy(err) {
 			return nil, err
 		}
-		// SQLite's busy handler (busy_timeout) already waited, unless the
-		// caller's *sql.DB has none: back off, with jitter.
+		st.expire(err)
 		sleep := backoff/2 + rand.N(backoff/2+1)
 		t := time.NewTimer(sleep)
 		select {
 		case <-t.C:
-		case <-w.bg.Done():
+		case <-w.stop:
 			t.Stop()
+		case <-mineDone:
+			t.Stop()
+			mineDone = nil
 		}
-		backoff = min(2*backoff, 100*time.Millisecond)
+		backoff = min(2*backoff, maxBackoff)
 	}
 }
 
-// errNobody ends a wait for the lock that no request needs any more.
-var errNobody = errors.New("sqlite: no request left")
-
-// runGroup runs what is queued as one or more group transactions.
-func (st *Store) runGroup() {
+// expire fails, with err, every queued request that waited BusyTimeout.
+func (st *Store) expire(err error) {
 	w := &st.w
-	start := time.Now()
-	wc, err := st.begin(start)
+	var late []*request
+	w.wmu.Lock()
+	for _, r := range w.queue {
+		if time.Since(r.started) >= st.opts.BusyTimeout {
+			late = append(late, r)
+		}
+	}
+	for _, r := range late {
+		r.state = claimed
+		w.remove(r)
+	}
+	w.wmu.Unlock()
+	for _, r := range late {
+		r.done <- err
+	}
+}
+
+// runGroup runs what is queued as one group transaction (or more, when
+// some requests must run again).
+func (st *Store) runGroup(mine *request) {
+	wc, err := st.begin(mine)
 	if err != nil {
-		if errors.Is(err, errNobody) {
+		switch {
+		case errors.Is(err, errMine):
+			if st.withdraw(mine) {
+				mine.done <- mine.ctx.Err()
+			}
+			return
+		case errors.Is(err, errNobody):
+			w := &st.w
 			w.wmu.Lock()
 			stopping := w.stopping
 			w.wmu.Unlock()
@@ -391,9 +436,6 @@ func (st *Store) runGroup() {
 		return
 	}
 	reqs := st.claim()
-	for _, r := range reqs {
-		r.started = start
-	}
 	for {
 		reqs = st.round(wc, reqs)
 		if len(reqs) == 0 {
@@ -401,7 +443,7 @@ func (st *Store) runGroup() {
 		}
 		// Some requests must run again (a busy statement, or a
 		// transaction SQLite rolled back on its own): a new transaction.
-		wc, err = st.beginAgain(start)
+		wc, err = st.beginAgain(reqs)
 		if err != nil {
 			for _, r := range reqs {
 				r.done <- err
@@ -412,28 +454,31 @@ func (st *Store) runGroup() {
 }
 
 // beginAgain begins a transaction for requests already claimed.
-func (st *Store) beginAgain(start time.Time) (*wconn, error) {
-	backoff := time.Millisecond
+func (st *Store) beginAgain(reqs []*request) (*wconn, error) {
+	ctx := context.Background()
+	backoff := 250 * time.Microsecond
 	for {
-		wc, err := st.conn(st.w.bg)
+		wc, err := st.conn()
 		if err == nil {
-			if err = wc.exec(st.w.bg, "BEGIN IMMEDIATE"); err == nil {
+			if err = wc.exec(ctx, "BEGIN IMMEDIATE"); err == nil {
 				return wc, nil
 			}
 			st.release(wc, false)
 		}
-		if !isBusy(err) || time.Since(start)+backoff > st.opts.BusyTimeout || st.w.bg.Err() != nil {
+		if !isBusy(err) || time.Since(reqs[0].started) > st.opts.BusyTimeout {
 			return nil, err
 		}
 		time.Sleep(backoff/2 + rand.N(backoff/2+1))
-		backoff = min(2*backoff, 100*time.Millisecond)
+		backoff = min(2*backoff, maxBackoff)
 	}
 }
 
 // round runs reqs in the transaction open on wc and ends it: it commits,
 // answers every request that is done, and returns those to run again.
+// Statements run with a context that never ends: a caller's context
+// interrupting one would roll the whole group back.
 func (st *Store) round(wc *wconn, reqs []*request) (again []*request) {
-	ctx := st.w.bg
+	ctx := context.Background()
 	single := len(reqs) == 1
 	lost := false // no transaction to commit: SQLite rolled it back, or redo could not begin
 	for _, r := range reqs {
@@ -492,7 +537,7 @@ func (st *Store) round(wc *wconn, reqs []*request) (again []*request) {
 		anyOK = anyOK || r.ok
 	}
 	if !lost && anyOK {
-		err := wc.exec(context.WithoutCancel(ctx), "COMMIT")
+		err := wc.exec(ctx, "COMMIT")
 		if err == nil {
 			committed = true
 			st.release(wc, false)
@@ -531,7 +576,7 @@ func (st *Store) round(wc *wconn, reqs []*request) (again []*request) {
 
 // rollbackW ends the transaction on wc, reporting whether wc is usable.
 func (st *Store) rollbackW(wc *wconn) bool {
-	err := wc.execOnce(context.WithoutCancel(st.w.bg), "ROLLBACK")
+	err := wc.execOnce(context.Background(), "ROLLBACK")
 	return err == nil || isNoTransaction(err)
 }
 
