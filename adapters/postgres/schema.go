@@ -29,8 +29,7 @@ type queries struct {
 	insertOne     string // appends one row, as given
 	items         string // all rows, oldest first
 	latest        string // a window of rows below an id, newest first
-	pop           string // deletes the newest row, returning it
-	popObject     string // pop, if the newest row is a JSON object
+	popObject     string // deletes the newest row if it is a JSON object, returning it
 	restore       string // puts a row back by id
 	deleteID      string // deletes one row by id, returning it
 	clearMessages string
@@ -96,8 +95,6 @@ func newQueries(o Options) *queries {
 	const oneSession = ` WHERE session_id >= $1 AND session_id <= $1`
 	q.items = `SELECT id, message_data FROM ` + m + oneSession + ` ORDER BY session_id, id`
 	q.latest = `SELECT id, message_data FROM ` + m + oneSession + ` AND id < $2::bigint ORDER BY session_id DESC, id DESC LIMIT $3`
-	q.pop = `DELETE FROM ` + m + ` WHERE id = (SELECT id FROM ` + m + oneSession + ` ORDER BY session_id DESC, id DESC LIMIT 1)
-	RETURNING id, message_data`
 	// popObject deletes the newest row only if PostgreSQL's json parser,
 	// which is strict RFC 8259 as session's validator is, reads it as one
 	// object with at most 10000 brackets (the validator's depth limit), so

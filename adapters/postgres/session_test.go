@@ -283,7 +283,7 @@ func TestLatestUsesIndex(t *testing.T) {
 		require.NoError(t, err)
 		_, err = c.Exec(ctx, `PREPARE latest_n(text, bigint, bigint) AS `+st.q.latest)
 		require.NoError(t, err)
-		_, err = c.Exec(ctx, `PREPARE pop_1(text) AS `+st.q.pop)
+		_, err = c.Exec(ctx, `PREPARE pop_1(text) AS `+st.q.popObject)
 		require.NoError(t, err)
 		for _, text := range []string{
 			explain(`EXPLAIN EXECUTE latest_n('s7', 4611686018427387904, 50)`),
