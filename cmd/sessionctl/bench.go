@@ -24,6 +24,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	history := fs.Int("history", 1000, "items in the session before reads are timed")
 	batch := fs.Int("batch", 20, "items per appended batch")
 	latest := fs.Int("latest", 50, "N of the latest-N read")
+	sf := addStoreFlags(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -42,7 +43,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		defer os.RemoveAll(dir)
 		dsn = "sqlite://" + filepath.Join(dir, "sessions.db")
 	}
-	st, _, err := openStore(ctx, dsn)
+	st, _, err := openStore(ctx, dsn, readWrite, *sf.connectTimeout)
 	if err != nil {
 		return err
 	}
@@ -70,8 +71,11 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	for i := range b {
 		b[i] = item(i)
 	}
-	fmt.Fprintf(e.stdout, "store %s, %d operations each, history %d items\n", redactDSN(dsn), *n, *history)
-	fmt.Fprintf(e.stdout, "%-22s %12s %12s %12s\n", "operation", "ops/s", "p50", "p99")
+	rep := benchReport{Store: redactDSN(dsn), Operations: *n, History: *history}
+	if !*sf.json {
+		fmt.Fprintf(e.stdout, "store %s, %d operations each, history %d items\n", redactDSN(dsn), *n, *history)
+		fmt.Fprintf(e.stdout, "%-22s %12s %12s %12s\n", "operation", "ops/s", "p50", "p99")
+	}
 	report := func(name string, op func() error) error {
 		lat := make([]time.Duration, *n)
 		start := time.Now()
@@ -84,8 +88,13 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		}
 		total := time.Since(start)
 		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-		fmt.Fprintf(e.stdout, "%-22s %12.0f %12s %12s\n", name, float64(*n)/total.Seconds(),
-			lat[len(lat)/2].Round(time.Microsecond), lat[len(lat)*99/100].Round(time.Microsecond))
+		r := benchResult{name, float64(*n) / total.Seconds(), lat[len(lat)/2].Microseconds(), lat[len(lat)*99/100].Microseconds()}
+		rep.Results = append(rep.Results, r)
+		if !*sf.json {
+			fmt.Fprintf(e.stdout, "%-22s %12.0f %12s %12s\n", name, r.OpsPerSec,
+				lat[len(lat)/2].Round(time.Microsecond), lat[len(lat)*99/100].Round(time.Microsecond))
+		}
+		e.setStatus("measured %d operations; the bench session is cleared on exit", len(rep.Results))
 		return nil
 	}
 	if err := report(fmt.Sprintf("latest-%d", *latest), func() error {
@@ -97,8 +106,29 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	if err := report(fmt.Sprintf("append %d items", *batch), func() error { return session.Append(ctx, s, b) }); err != nil {
 		return err
 	}
-	return report("pop", func() error {
+	if err := report("pop", func() error {
 		_, _, err := session.Pop(ctx, s)
 		return err
-	})
+	}); err != nil {
+		return err
+	}
+	if *sf.json {
+		return writeJSON(e, rep)
+	}
+	return nil
+}
+
+// benchReport is bench's -json output; latencies in microseconds.
+type benchReport struct {
+	Store      string        `json:"store"`
+	Operations int           `json:"operations"`
+	History    int           `json:"history"`
+	Results    []benchResult `json:"results"`
+}
+
+type benchResult struct {
+	Operation string  `json:"operation"`
+	OpsPerSec float64 `json:"ops_per_sec"`
+	P50Micros int64   `json:"p50_us"`
+	P99Micros int64   `json:"p99_us"`
 }

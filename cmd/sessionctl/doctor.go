@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/agentsessions/sessions/history"
@@ -9,12 +10,50 @@ import (
 )
 
 func init() {
-	commands["doctor"] = command{"diagnose sessions: orphan outputs, duplicate outputs, unanswered calls, corrupt records", runDoctor}
-	commands["repair"] = command{"drop orphan and duplicate outputs from a session, atomically, after a backup", runRepair}
+	commands["doctor"] = command{"diagnose every session (read-only): orphan outputs, duplicate outputs, unanswered calls, corrupt records", runDoctor}
+	commands["repair"] = command{"move orphan outputs and unreadable records of a session to a quarantine session (-apply; default: show the change)", runRepair}
 }
 
+// problemJSON is one finding of history.Diagnose in the -json outputs.
+type problemJSON struct {
+	Index    int    `json:"index"`
+	Kind     string `json:"kind"`
+	Severe   bool   `json:"severe"`
+	CallType string `json:"call_type"`
+	CallID   string `json:"call_id"`
+}
+
+func toProblemJSON(ps []history.Problem) []problemJSON {
+	out := make([]problemJSON, len(ps))
+	for i, p := range ps {
+		out[i] = problemJSON{p.Index, string(p.Kind), p.Kind.Severe(), p.Key.Type, p.Key.ID}
+	}
+	return out
+}
+
+// doctorSession is one session's findings in doctor's -json output.
+type doctorSession struct {
+	SessionID      string        `json:"session_id"`
+	Items          int           `json:"items"`
+	Problems       []problemJSON `json:"problems"`
+	CorruptRecords []corruptJSON `json:"corrupt_records"`
+	Error          string        `json:"error,omitempty"`
+}
+
+// doctorReport is doctor's -json output.
+type doctorReport struct {
+	Store              string          `json:"store"`
+	SessionsChecked    int             `json:"sessions_checked"`
+	SessionsWithErrors int             `json:"sessions_with_errors"`
+	SessionsUnreadable int             `json:"sessions_unreadable"`
+	Sessions           []doctorSession `json:"sessions"` // only those with findings
+}
+
+// runDoctor diagnoses every session (or those named) and reports them all:
+// a session that cannot be read is one finding, not the end of the run.
 func runDoctor(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "doctor", "URL")
+	sf := addStoreFlags(fs)
 	var ids multiFlag
 	fs.Var(&ids, "session", "diagnose this session (repeatable; default: every session the store lists)")
 	pos, err := parse(fs, args)
@@ -24,44 +63,99 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 	if len(pos) != 1 {
 		return usagef("want one store URL")
 	}
-	st, corrupt, err := openStore(ctx, pos[0])
+	dsn := pos[0]
+	e.setStatus("opening %s read-only; nothing changed", redactDSN(dsn))
+	st, corrupt, err := openStore(ctx, dsn, readOnly, *sf.connectTimeout)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	list, err := sessionIDs(ctx, st, ids, pos[0])
+	list, err := sessionIDs(ctx, st, ids, dsn)
 	if err != nil {
 		return err
 	}
-	sick := 0
-	for _, id := range list {
-		s, err := st.Session(id)
-		if err != nil {
+	rep := doctorReport{Store: redactDSN(dsn), Sessions: []doctorSession{}}
+	p := newProgress(e, "diagnosed", len(list))
+	for i, id := range list {
+		if err := ctx.Err(); err != nil {
+			p.done()
 			return err
 		}
-		items, err := session.All(ctx, s)
-		if err != nil {
-			return fmt.Errorf("session %q: %w", id, err)
+		e.setStatus("%d of %d sessions diagnosed, %d with errors so far; nothing changed (doctor is read-only)", i, len(list), rep.SessionsWithErrors)
+		ds := doctorSession{SessionID: id, Problems: []problemJSON{}, CorruptRecords: []corruptJSON{}}
+		var items []session.Item
+		s, err := st.Session(id)
+		if err == nil {
+			items, err = session.All(ctx, s)
+		}
+		if err != nil && ctx.Err() != nil {
+			p.done()
+			return ctx.Err()
 		}
 		severe := 0
-		for _, p := range history.Diagnose(items) {
+		if err != nil {
+			ds.Error = err.Error()
+			rep.SessionsUnreadable++
+			severe++
+			if !*sf.json {
+				p.printf("error: session %s: cannot read: %s", quoteID(id), oneLine(err.Error()))
+			}
+		}
+		ds.Items = len(items)
+		problems := history.Diagnose(items)
+		ds.Problems = toProblemJSON(problems)
+		for _, pr := range problems {
 			tag := "warning"
-			if p.Kind.Severe() {
+			if pr.Kind.Severe() {
 				tag, severe = "error", severe+1
 			}
-			fmt.Fprintf(e.stdout, "%s: session %q item %d: %s (%s %s)\n", tag, id, p.Index, p.Kind, p.Key.Type, p.Key.ID)
+			if !*sf.json {
+				p.printf("%s: session %s item %d: %s (%s %s)", tag, quoteID(id), pr.Index, pr.Kind, sanitize(pr.Key.Type), sanitize(pr.Key.ID))
+			}
 		}
-		for _, r := range corrupt.Reports(id) {
+		bad := corrupt.Reports(id)
+		ds.CorruptRecords = toCorruptJSONs(bad)
+		for _, r := range bad {
 			severe++
-			fmt.Fprintf(e.stdout, "error: session %q: corrupt record at %s: %v\n", id, r.Position, r.Err)
+			if !*sf.json {
+				p.printf("error: session %s: unreadable record at %s (%d bytes, left in the store): %s", quoteID(id), sanitize(r.Position), len(r.Raw), oneLine(fmt.Sprint(r.Err)))
+			}
 		}
 		if severe > 0 {
-			sick++
+			rep.SessionsWithErrors++
 		}
+		if severe > 0 || len(problems) > 0 {
+			rep.Sessions = append(rep.Sessions, ds)
+		}
+		rep.SessionsChecked++
+		p.step(i + 1)
 	}
-	fmt.Fprintf(e.stdout, "%s checked, %d with errors\n", plural(len(list), "session", "sessions"), sick)
-	if sick > 0 {
+	p.done()
+	if *sf.json {
+		if err := writeJSON(e, rep); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(e.stdout, "%s checked, %d with errors", plural(rep.SessionsChecked, "session", "sessions"), rep.SessionsWithErrors)
+		if rep.SessionsUnreadable > 0 {
+			fmt.Fprintf(e.stdout, " (%d could not be read)", rep.SessionsUnreadable)
+		}
+		fmt.Fprintln(e.stdout)
+	}
+	if rep.SessionsWithErrors > 0 {
 		return errFailed
 	}
 	return nil
 }
+
+// writeJSON prints v as one indented JSON document.
+func writeJSON(e *env, v any) error {
+	enc := json.NewEncoder(e.stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// quoteID writes a session id for a terminal: quoted, control characters
+// escaped.
+func quoteID(id string) string { return `"` + sanitize(id) + `"` }

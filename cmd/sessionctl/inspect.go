@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -11,13 +10,44 @@ import (
 )
 
 func init() {
-	commands["inspect"] = command{"print a session's history and its health", runInspect}
+	commands["inspect"] = command{"print a session's history and its health (read-only)", runInspect}
+}
+
+// problemCallBeforeWindow marks, in a window read with -limit, an output
+// whose call is not in the window: it is older than the window (healthy)
+// or missing (an orphan), which only a read of the whole history tells.
+// ModelInput leaves such an output out of a model call over this window.
+const problemCallBeforeWindow = "call-before-window"
+
+// inspectItem is one item in inspect's -json output; item is the stored
+// JSON text exactly, as a string (encoding/json would reformat it as a
+// value).
+type inspectItem struct {
+	Index    int      `json:"index"`
+	Type     string   `json:"type"`
+	Role     string   `json:"role,omitempty"`
+	CallID   string   `json:"call_id,omitempty"`
+	Marks    []string `json:"marks"`
+	InWindow bool     `json:"in_model_input"`
+	Item     string   `json:"item"` // the stored JSON text, exactly
+}
+
+// inspectReport is inspect's -json output.
+type inspectReport struct {
+	Store          string        `json:"store"`
+	SessionID      string        `json:"session_id"`
+	Capabilities   string        `json:"capabilities"`
+	Limit          int           `json:"limit"`
+	Window         bool          `json:"window"`
+	Items          []inspectItem `json:"items"`
+	Problems       []problemJSON `json:"problems"`
+	CorruptRecords []corruptJSON `json:"corrupt_records"`
 }
 
 func runInspect(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "inspect", "URL SESSION_ID")
-	limit := fs.Int("limit", 0, "show only the newest N items (0: all)")
-	asJSON := fs.Bool("json", false, "print items, problems and corrupt records as JSON")
+	sf := addStoreFlags(fs)
+	limit := fs.Int("limit", 0, "show only the newest N items (0: all); the diagnosis then knows it sees a window")
 	width := fs.Int("width", 100, "truncate each item to this many characters (0: no limit)")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -29,15 +59,18 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	if *limit < 0 {
 		return usagef("-limit must not be negative")
 	}
-	st, corrupt, err := openStore(ctx, pos[0])
+	dsn, id := pos[0], pos[1]
+	e.setStatus("opening %s read-only; nothing changed", redactDSN(dsn))
+	st, corrupt, err := openStore(ctx, dsn, readOnly, *sf.connectTimeout)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	s, err := st.Session(pos[1])
+	s, err := st.Session(id)
 	if err != nil {
 		return err
 	}
+	e.setStatus("reading session %s; nothing changed (inspect is read-only)", quoteID(id))
 	var items []session.Item
 	if *limit > 0 {
 		items, err = session.Latest(ctx, s, *limit)
@@ -47,55 +80,97 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	problems := history.Diagnose(items)
-	bad := corrupt.Reports(pos[1])
-	if *asJSON {
-		type corruptJSON struct {
-			Position string `json:"position"`
-			Raw      string `json:"raw"`
-			Error    string `json:"error"`
-		}
-		cj := make([]corruptJSON, len(bad))
-		for i, r := range bad {
-			cj[i] = corruptJSON{r.Position, string(r.Raw), fmt.Sprint(r.Err)}
-		}
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{
-			"session_id": pos[1], "items": items, "problems": problems, "corrupt_records": cj,
-			"capabilities": session.Probe(s).String(),
-		})
+	window := *limit > 0 && len(items) == *limit // a shorter read is the whole history
+	problems := diagnoseWindow(items, window)
+	kept := make([]bool, len(items))
+	for i := range kept {
+		kept[i] = true
 	}
-	fmt.Fprintf(e.stdout, "session %q: %s (capabilities: %s)\n", pos[1], plural(len(items), "item", "items"), session.Probe(s))
-	byIndex := map[int][]string{}
+	if window {
+		kept = history.PruneOrphans(items, history.PruneOptions{DropOrphanOutputs: true})
+	}
+	bad := corrupt.Reports(id)
+	marks := map[int][]string{}
 	for _, p := range problems {
-		byIndex[p.Index] = append(byIndex[p.Index], string(p.Kind))
+		marks[p.Index] = append(marks[p.Index], string(p.Kind))
 	}
+
+	if *sf.json {
+		rep := inspectReport{Store: redactDSN(dsn), SessionID: id, Capabilities: session.Probe(s).String(),
+			Limit: *limit, Window: window, Items: make([]inspectItem, len(items)),
+			Problems: toProblemJSON(problems), CorruptRecords: toCorruptJSONs(bad)}
+		for i, it := range items {
+			m := marks[i]
+			if m == nil {
+				m = []string{}
+			}
+			rep.Items[i] = inspectItem{Index: i, Type: it.Type(), Role: it.Role(), CallID: it.CallID(),
+				Marks: m, InWindow: kept[i], Item: string(it.Bytes())}
+		}
+		return writeJSON(e, rep)
+	}
+	what := plural(len(items), "item", "items")
+	if window {
+		what = fmt.Sprintf("the newest %s (a window: an output whose call is older is marked %s, not orphan-output)", what, problemCallBeforeWindow)
+	}
+	fmt.Fprintf(e.stdout, "session %s: %s (capabilities: %s)\n", quoteID(id), what, session.Probe(s))
 	for i, it := range items {
 		mark := ""
-		if ks := byIndex[i]; len(ks) > 0 {
+		if ks := marks[i]; len(ks) > 0 {
 			mark = "  <- " + strings.Join(ks, ", ")
 		}
-		fmt.Fprintf(e.stdout, "%5d  %-24s %s%s\n", i, label(it), truncate(it.String(), *width), mark)
+		fmt.Fprintf(e.stdout, "%5d  %-24s %s%s\n", i, label(it), sanitize(truncate(it.String(), *width)), mark)
 	}
 	for _, r := range bad {
-		fmt.Fprintf(e.stdout, "corrupt record at %s (%d bytes): %v\n", r.Position, len(r.Raw), r.Err)
+		fmt.Fprintf(e.stdout, "unreadable record at %s (%d bytes, left in the store): %s: %s\n", sanitize(r.Position), len(r.Raw), quoteRaw(r.Raw, *width), oneLine(fmt.Sprint(r.Err)))
 	}
-	fmt.Fprintf(e.stdout, "%s, %s\n", plural(len(problems), "problem", "problems"), plural(len(bad), "corrupt record", "corrupt records"))
+	severe := 0
+	for _, p := range problems {
+		if p.Kind.Severe() {
+			severe++
+		}
+	}
+	fmt.Fprintf(e.stdout, "%s (%d severe), %s\n", plural(len(problems), "problem", "problems"), severe, plural(len(bad), "unreadable record", "unreadable records"))
 	return nil
 }
 
-// label names an item by its type, or its role for a bare message.
+// diagnoseWindow is history.Diagnose for a history, or for a window of the
+// newest items of one: there an output whose call is absent from the
+// window is not known to be an orphan (its call may be older), so it is
+// reported as call-before-window, a warning. An output whose call comes
+// later in the window is an orphan all the same.
+func diagnoseWindow(items []session.Item, window bool) []history.Problem {
+	problems := history.Diagnose(items)
+	if !window {
+		return problems
+	}
+	calls := map[history.PairKey]bool{}
+	for _, it := range items {
+		if k, ok := history.CallKey(it); ok {
+			calls[k] = true
+		}
+	}
+	for i, p := range problems {
+		if p.Kind == history.ProblemOrphanOutput && !calls[p.Key] {
+			problems[i].Kind = problemCallBeforeWindow
+		}
+	}
+	return problems
+}
+
+// label names an item by its type, or its role for a bare message, with
+// stored values escaped for a terminal.
 func label(it session.Item) string {
 	t := it.Type()
 	if t == "" {
 		t = "message"
 	}
+	t = sanitize(t)
 	if r := it.Role(); r != "" {
-		return t + "/" + r
+		return t + "/" + sanitize(r)
 	}
 	if id := it.CallID(); id != "" {
-		return t + " " + truncate(id, 12)
+		return t + " " + sanitize(truncate(id, 12))
 	}
 	return t
 }

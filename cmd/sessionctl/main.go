@@ -1,19 +1,32 @@
 // Command sessionctl checks, inspects, repairs and migrates agent session
 // stores.
 //
-//	sessionctl check   [flags] [URL]   run the conformance suite against a store
+//	sessionctl list    [flags] URL     list sessions with item counts and sizes
 //	sessionctl inspect [flags] URL ID  print a session's history and its health
-//	sessionctl doctor  [flags] URL     diagnose sessions: orphan outputs, corrupt records
-//	sessionctl repair  [flags] URL ID  drop orphan calls and outputs, atomically
+//	sessionctl doctor  [flags] URL     diagnose every session: orphan outputs, corrupt records
+//	sessionctl repair  [flags] URL ID  move orphan outputs and unreadable records to a quarantine session
 //	sessionctl migrate [flags] --from URL --to URL [--session ID…]
+//	sessionctl check   [flags] [URL]   run the conformance suite against a store
 //	sessionctl bench   [flags] [URL]   measure append and latest-N on a store
+//	sessionctl demo                    a scripted agent run: park, crash mid-settle, recover
 //
 // Store URLs are those of package adapters: memory://, sqlite:///path.db,
 // redis://host:port/0, redis+cluster://h1:p1,h2:p2, mongodb://host:port/db.
 // With no URL, check and bench use an SQLite file in a temporary directory.
 //
+// list, inspect, doctor and migrate's source open the store read-only
+// (adapters.Options.ReadOnly): they never create a file, table, collection
+// or index, and a store that does not exist is an error. repair changes
+// nothing unless given -apply.
+//
+// Every command takes -json and then prints one JSON document on standard
+// output; docs/sessionctl.md lists its fields.
+//
+// Interrupt (SIGINT, SIGTERM): a command stops within 2 s and prints one
+// line saying how far it got, and exits with status 130.
+//
 // Exit status: 0 on success, 1 when a check, diagnosis or command fails,
-// 2 on a usage error.
+// 2 on a usage error, 130 when interrupted.
 package main
 
 import (
@@ -25,7 +38,10 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
+	"sync"
 	"syscall"
+	"time"
 )
 
 // command is one sessionctl subcommand.
@@ -40,7 +56,34 @@ var commands = map[string]command{}
 type env struct {
 	stdout, stderr io.Writer
 	isTerminal     bool
+
+	mu     sync.Mutex
+	status string // how far the command got, for the interrupt summary
 }
+
+// setStatus records how far the command got, in a few words ("3 of 10
+// sessions diagnosed; nothing changed"): the line an interrupt prints.
+func (e *env) setStatus(format string, args ...any) {
+	e.mu.Lock()
+	e.status = fmt.Sprintf(format, args...)
+	e.mu.Unlock()
+}
+
+func (e *env) statusLine() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.status == "" {
+		return "nothing done yet"
+	}
+	return e.status
+}
+
+// interruptGrace is how long a command may take to return once
+// interrupted before run gives up on it and reports where it was.
+const interruptGrace = 1500 * time.Millisecond
+
+// exitInterrupted is the exit status after SIGINT or SIGTERM (128+2).
+const exitInterrupted = 130
 
 // errUsage marks an error as a usage error (exit status 2).
 type errUsage struct{ msg string }
@@ -56,6 +99,10 @@ var errFailed = errors.New("failed")
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // a second interrupt kills at once
+	}()
 	os.Exit(run(ctx, &env{stdout: os.Stdout, stderr: os.Stderr, isTerminal: isTerminal(os.Stderr)}, os.Args[1:]))
 }
 
@@ -73,9 +120,26 @@ func run(ctx context.Context, e *env, args []string) int {
 		usage(e.stderr)
 		return 2
 	}
-	err := cmd.run(ctx, e, args[1:])
+	done := make(chan error, 1)
+	go func() { done <- cmd.run(ctx, e, args[1:]) }()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		select {
+		case err = <-done:
+		case <-time.After(interruptGrace):
+			// The command did not return (a driver deaf to its context):
+			// say where it was and let main exit.
+			fmt.Fprintf(e.stderr, "sessionctl %s: interrupted: %s\n", args[0], oneLine(e.statusLine()))
+			return exitInterrupted
+		}
+	}
 	var u errUsage
 	switch {
+	case err != nil && ctx.Err() != nil:
+		fmt.Fprintf(e.stderr, "sessionctl %s: interrupted: %s\n", args[0], oneLine(e.statusLine()))
+		return exitInterrupted
 	case err == nil:
 		return 0
 	case errors.Is(err, flag.ErrHelp):
@@ -86,16 +150,26 @@ func run(ctx context.Context, e *env, args []string) int {
 	case errors.Is(err, errFailed):
 		return 1
 	default:
-		fmt.Fprintf(e.stderr, "sessionctl %s: %v\n", args[0], err)
+		fmt.Fprintf(e.stderr, "sessionctl %s: %s\n", args[0], oneLine(err.Error()))
 		return 1
 	}
+}
+
+// oneLine folds a message onto one line and escapes what a terminal would
+// interpret, so that an error quoting stored data cannot drive the
+// terminal.
+func oneLine(s string) string {
+	return sanitize(strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " "))
 }
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: sessionctl <command> [flags] [args]")
 	fmt.Fprintln(w)
 	names := make([]string, 0, len(commands))
-	for n := range commands {
+	for n, c := range commands {
+		if c.summary == "" {
+			continue // internal (the demo's child process)
+		}
 		names = append(names, n)
 	}
 	sort.Strings(names)

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
-	"time"
 
 	"github.com/agentsessions/sessions/adapters"
 	"github.com/agentsessions/sessions/session"
@@ -22,7 +20,8 @@ func init() {
 // destination session holding other items is refused unless --overwrite.
 func runMigrate(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "migrate", "--from URL --to URL [--session ID…]")
-	from := fs.String("from", "", "source store URL")
+	sf := addStoreFlags(fs)
+	from := fs.String("from", "", "source store URL (opened read-only)")
 	to := fs.String("to", "", "destination store URL")
 	overwrite := fs.Bool("overwrite", false, "replace destination sessions that hold different items")
 	var ids multiFlag
@@ -37,12 +36,13 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 	if *from == "" || *to == "" {
 		return usagef("both --from and --to are required")
 	}
-	src, corrupt, err := openStore(ctx, *from)
+	e.setStatus("opening the stores; nothing copied")
+	src, corrupt, err := openStore(ctx, *from, readOnly, *sf.connectTimeout)
 	if err != nil {
 		return fmt.Errorf("source: %w", err)
 	}
 	defer src.Close()
-	dst, err := adapters.Open(ctx, *to)
+	dst, _, err := openStore(ctx, *to, readWrite, *sf.connectTimeout)
 	if err != nil {
 		return fmt.Errorf("destination: %w", err)
 	}
@@ -54,35 +54,66 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 	if !dst.Declared().Has(session.CapReplace) {
 		fmt.Fprintf(e.stderr, "warning: %s has no atomic replace; a session interrupted mid-copy may be partial until migrate runs again\n", redactDSN(*to))
 	}
-	p := newProgress(e, len(list))
-	var copied, skipped, failed int
+	p := newProgress(e, "done", len(list))
+	rep := migrateReport{From: redactDSN(*from), To: redactDSN(*to), Sessions: len(list), Failures: []migrateFailure{}, Unreadable: []corruptJSON{}}
 	for i, id := range list {
 		if err := ctx.Err(); err != nil {
 			p.done()
 			return err
 		}
+		e.setStatus("%d of %d sessions done (%d copied, %d already present, %d failed); each session is copied whole or not at all: run migrate again to resume",
+			i, len(list), rep.Copied, rep.AlreadyPresent, len(rep.Failures))
 		res, err := migrateOne(ctx, src, dst, id, *overwrite)
 		switch {
+		case err != nil && ctx.Err() != nil:
+			p.done()
+			return ctx.Err()
 		case err != nil:
-			failed++
-			p.logf("session %q: %v", id, err)
+			rep.Failures = append(rep.Failures, migrateFailure{id, err.Error()})
+			p.logf("session %s: %s", quoteID(id), oneLine(err.Error()))
 		case res == "skipped":
-			skipped++
+			rep.AlreadyPresent++
 		default:
-			copied++
+			rep.Copied++
 		}
-		if n := len(corrupt.Reports(id)); n > 0 {
-			p.logf("session %q: %s skipped (not copied)", id, plural(n, "corrupt record", "corrupt records"))
+		if bad := corrupt.Reports(id); len(bad) > 0 {
+			rep.Unreadable = append(rep.Unreadable, toCorruptJSONs(bad)...)
+			for _, r := range bad {
+				p.logf("session %s: unreadable record at %s (%d bytes) left in the source, not copied: %s", quoteID(id), sanitize(r.Position), len(r.Raw), quoteRaw(r.Raw, 120))
+			}
 		}
-		p.step(i+1, id)
+		p.step(i + 1)
 	}
 	p.done()
-	fmt.Fprintf(e.stdout, "%s: %d copied, %d already present, %d failed\n",
-		plural(len(list), "session", "sessions"), copied, skipped, failed)
-	if failed > 0 {
+	if *sf.json {
+		if err := writeJSON(e, rep); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(e.stdout, "%s: %d copied, %d already present, %d failed\n",
+			plural(len(list), "session", "sessions"), rep.Copied, rep.AlreadyPresent, len(rep.Failures))
+	}
+	if len(rep.Failures) > 0 {
 		return errFailed
 	}
 	return nil
+}
+
+// migrateReport is migrate's -json output.
+type migrateReport struct {
+	From           string           `json:"from"`
+	To             string           `json:"to"`
+	Sessions       int              `json:"sessions"`
+	Copied         int              `json:"copied"`
+	AlreadyPresent int              `json:"already_present"`
+	Failures       []migrateFailure `json:"failures"`
+	Unreadable     []corruptJSON    `json:"unreadable_records"` // left in the source, not copied
+}
+
+// migrateFailure is a session migrate could not copy.
+type migrateFailure struct {
+	SessionID string `json:"session_id"`
+	Error     string `json:"error"`
 }
 
 func migrateOne(ctx context.Context, src, dst adapters.Store, id string, overwrite bool) (string, error) {
@@ -112,42 +143,4 @@ func migrateOne(ctx context.Context, src, dst adapters.Store, id string, overwri
 		return "", fmt.Errorf("write: %w", err)
 	}
 	return "copied", nil
-}
-
-// progress shows a bar on a terminal and plain lines otherwise.
-type progress struct {
-	e     *env
-	total int
-	start time.Time
-	last  time.Time
-}
-
-func newProgress(e *env, total int) *progress {
-	return &progress{e: e, total: total, start: time.Now()}
-}
-
-func (p *progress) step(n int, id string) {
-	if p.e.isTerminal {
-		width := 30
-		fill := width * n / max(p.total, 1)
-		fmt.Fprintf(p.e.stderr, "\r[%s%s] %d/%d %s\x1b[K", strings.Repeat("#", fill), strings.Repeat(".", width-fill), n, p.total, truncate(id, 30))
-		return
-	}
-	if n == p.total || time.Since(p.last) >= time.Second || n%100 == 0 {
-		p.last = time.Now()
-		fmt.Fprintf(p.e.stderr, "migrate: %d/%d sessions (%s)\n", n, p.total, time.Since(p.start).Round(time.Millisecond))
-	}
-}
-
-func (p *progress) logf(format string, args ...any) {
-	if p.e.isTerminal {
-		fmt.Fprint(p.e.stderr, "\r\x1b[K")
-	}
-	fmt.Fprintf(p.e.stderr, format+"\n", args...)
-}
-
-func (p *progress) done() {
-	if p.e.isTerminal {
-		fmt.Fprintln(p.e.stderr)
-	}
 }

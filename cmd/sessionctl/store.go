@@ -2,20 +2,177 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/url"
+	"strings"
+	"syscall"
+	"time"
 
 	"github.com/agentsessions/sessions/adapters"
 	_ "github.com/agentsessions/sessions/adapters/all" // every backend's URL scheme
+	"github.com/agentsessions/sessions/adapters/sqlite"
+	"github.com/agentsessions/sessions/session"
+)
+
+// storeFlags are the flags of every command that opens a store.
+type storeFlags struct {
+	json           *bool
+	connectTimeout *time.Duration
+}
+
+// addStoreFlags adds -json and -connect-timeout to fs.
+func addStoreFlags(fs *flag.FlagSet) storeFlags {
+	return storeFlags{
+		json:           fs.Bool("json", false, "print one JSON document on standard output (fields: docs/sessionctl.md)"),
+		connectTimeout: fs.Duration("connect-timeout", 10*time.Second, "how long to wait for the store to answer when opening it"),
+	}
+}
+
+// access says whether a command may write to the store it opens.
+type access bool
+
+const (
+	readOnly  access = true
+	readWrite access = false
 )
 
 // openStore opens a store URL with a collector for corrupt-record reports.
-func openStore(ctx context.Context, dsn string) (adapters.Store, *corruptReports, error) {
-	corrupt := &corruptReports{}
-	st, err := adapters.OpenWith(ctx, dsn, adapters.Options{OnCorrupt: corrupt.Handler()})
-	if err != nil {
+// A read-only open creates nothing (no file, table, collection, index) and
+// fails when the store does not exist. The store must answer within
+// timeout; a store that cannot be reached is one line saying so.
+func openStore(ctx context.Context, dsn string, mode access, timeout time.Duration) (adapters.Store, *corruptReports, error) {
+	if timeout <= 0 {
+		return nil, nil, usagef("-connect-timeout must be positive")
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := tlsPreflight(cctx, dsn); err != nil {
 		return nil, nil, err
 	}
+	corrupt := &corruptReports{}
+	st, err := adapters.OpenWith(cctx, dsn, adapters.Options{OnCorrupt: corrupt.Handler(), ReadOnly: bool(mode)})
+	if err != nil {
+		return nil, nil, explainOpen(ctx, dsn, timeout, err)
+	}
+	// Some backends (MongoDB) connect lazily: a read of a session nobody
+	// has makes an unreachable server an error now, in one line, rather
+	// than a wait of the driver's own length later. It writes nothing.
+	if s, err := st.Session("sessionctl-reachability-probe"); err == nil {
+		if _, err := session.Latest(cctx, s, 1); err != nil {
+			_ = st.Close()
+			return nil, nil, explainOpen(ctx, dsn, timeout, err)
+		}
+	}
 	return st, corrupt, nil
+}
+
+// explainOpen turns a failed open into one line: "cannot reach" with the
+// reason when the network failed, the store's own error otherwise.
+func explainOpen(ctx context.Context, dsn string, timeout time.Duration, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	switch {
+	case errors.Is(err, adapters.ErrInvalidDSN):
+		return err
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("no store at %s: the file does not exist (read-only commands never create one; check the path)", redactDSN(dsn))
+	case errors.Is(err, sqlite.ErrNoSchema):
+		return fmt.Errorf("%s holds no session tables (read-only commands never create them; check the path and the *_table options): %w", redactDSN(dsn), err)
+	case strings.Contains(err.Error(), "attempt to write a readonly database"):
+		return fmt.Errorf("%s: SQLite cannot read a WAL-mode database read-only without its -shm file, which this directory does not let it create; copy the file to a writable directory, or run where the -shm file exists: %w", redactDSN(dsn), err)
+	}
+	if why := unreachable(err, timeout); why != "" {
+		return fmt.Errorf("cannot reach the store at %s: %s", hostOf(dsn), why)
+	}
+	return err
+}
+
+// unreachable names the network failure in err, or returns "".
+func unreachable(err error, timeout time.Duration) string {
+	var dns *net.DNSError
+	var rec tls.RecordHeaderError
+	var ne net.Error
+	msg := err.Error()
+	switch {
+	case errors.As(err, &rec):
+		return "the server does not speak TLS (for a plain server, use the scheme without the s: redis://)"
+	case errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(msg, "connection refused"):
+		return "connection refused (is the server running, on this host and port?)"
+	case errors.As(err, &dns):
+		return "host not found (" + dns.Name + ")"
+	case errors.Is(err, syscall.ECONNRESET) || strings.Contains(msg, "connection reset"):
+		return "the server reset the connection (is it the right kind of server?)"
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || strings.Contains(msg, "unexpected EOF"):
+		return "the server closed the connection mid-answer (is it the right kind of server, and is its backend up?)"
+	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() ||
+		strings.Contains(msg, "server selection") || strings.Contains(msg, "i/o timeout"):
+		return fmt.Sprintf("no answer within %s (-connect-timeout)", timeout)
+	}
+	return ""
+}
+
+// hostOf returns the part of a store URL that names where it is, without
+// credentials, path or options: "redis://127.0.0.1:6379".
+func hostOf(dsn string) string {
+	red := adapters.Redact(dsn)
+	u, err := url.Parse(red)
+	if err != nil || u.Host == "" {
+		return red
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+// tlsSchemes are the schemes whose first bytes are a TLS handshake.
+var tlsSchemes = map[string]string{"rediss": "redis", "rediss+cluster": "redis+cluster", "rediss+sentinel": "redis+sentinel"}
+
+// tlsPreflight shakes hands with the first host of a rediss URL, so that
+// a plain server answers at once with a hint instead of after the
+// driver's retries (26 s with go-redis's defaults). Only a server that
+// does not speak TLS at all is an error here; certificates are the
+// driver's business.
+func tlsPreflight(ctx context.Context, dsn string) error {
+	i := strings.Index(dsn, "://")
+	if i < 0 {
+		return nil
+	}
+	plain, ok := tlsSchemes[strings.ToLower(dsn[:i])]
+	if !ok {
+		return nil
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return nil // OpenWith says why, without the password
+	}
+	host, _, _ := strings.Cut(u.Host, ",")
+	if host == "" {
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(host); err != nil {
+		host = net.JoinHostPort(host, "6379")
+	}
+	hctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	d := tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // only asks whether the server speaks TLS; sends nothing else
+	conn, err := d.DialContext(hctx, "tcp", host)
+	if err == nil {
+		_ = conn.Close()
+		return nil
+	}
+	var rec tls.RecordHeaderError
+	switch {
+	case ctx.Err() != nil:
+		return nil // the caller's context: OpenWith reports it
+	case errors.As(err, &rec), hctx.Err() != nil, errors.Is(err, io.EOF), errors.Is(err, syscall.ECONNRESET):
+		return fmt.Errorf("cannot reach the store at %s: no TLS handshake from the server (is it a plain server? then use %s://)", hostOf(dsn), plain)
+	}
+	return nil // refused, unknown host, …: the driver's error says it
 }
 
 // sessionIDs returns ids when given, and otherwise every session of st.

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentsessions/sessions/session"
+)
+
+func init() {
+	commands["list"] = command{"list the sessions of a store with item counts and sizes (read-only)", runList}
+}
+
+// listSession is one session in list's -json output. UpdatedAt is absent:
+// no backend's URL store exposes a session's timestamps (see
+// docs/sessionctl.md).
+type listSession struct {
+	SessionID      string `json:"session_id"`
+	Items          int    `json:"items"`
+	Bytes          int    `json:"bytes"`
+	CorruptRecords int    `json:"corrupt_records"`
+	UpdatedAt      string `json:"updated_at,omitempty"`
+	Error          string `json:"error,omitempty"`
+}
+
+// listReport is list's -json output.
+type listReport struct {
+	Store    string        `json:"store"`
+	Sessions []listSession `json:"sessions"`
+}
+
+// runList reads every session the store lists and prints its item count
+// and size (the stored bytes of its items).
+func runList(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "list", "URL")
+	sf := addStoreFlags(fs)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("want one store URL")
+	}
+	dsn := pos[0]
+	e.setStatus("opening %s read-only; nothing changed", redactDSN(dsn))
+	st, corrupt, err := openStore(ctx, dsn, readOnly, *sf.connectTimeout)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ids, err := sessionIDs(ctx, st, nil, dsn)
+	if err != nil {
+		return err
+	}
+	rep := listReport{Store: redactDSN(dsn), Sessions: make([]listSession, 0, len(ids))}
+	p := newProgress(e, "read", len(ids))
+	failed := 0
+	for i, id := range ids {
+		if err := ctx.Err(); err != nil {
+			p.done()
+			return err
+		}
+		e.setStatus("%d of %d sessions listed; nothing changed (list is read-only)", i, len(ids))
+		ls := listSession{SessionID: id}
+		var items []session.Item
+		s, err := st.Session(id)
+		if err == nil {
+			items, err = session.All(ctx, s)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				p.done()
+				return ctx.Err()
+			}
+			ls.Error = err.Error()
+			failed++
+		}
+		ls.Items = len(items)
+		for _, it := range items {
+			ls.Bytes += len(it.Bytes())
+		}
+		ls.CorruptRecords = len(corrupt.Reports(id))
+		rep.Sessions = append(rep.Sessions, ls)
+		p.step(i + 1)
+	}
+	p.done()
+	if *sf.json {
+		if err := writeJSON(e, rep); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(e.stdout, "%-40s %8s %10s  %s\n", "SESSION", "ITEMS", "BYTES", "NOTES")
+		for _, ls := range rep.Sessions {
+			note := ""
+			if ls.CorruptRecords > 0 {
+				note = plural(ls.CorruptRecords, "unreadable record", "unreadable records") + " (run doctor)"
+			}
+			if ls.Error != "" {
+				note = "cannot read: " + oneLine(ls.Error)
+			}
+			fmt.Fprintf(e.stdout, "%-40s %8d %10d  %s\n", quoteID(truncate(ls.SessionID, 38)), ls.Items, ls.Bytes, note)
+		}
+		fmt.Fprintf(e.stdout, "%s (last update: not exposed by the store's adapter)\n", plural(len(rep.Sessions), "session", "sessions"))
+	}
+	if failed > 0 {
+		return errFailed
+	}
+	return nil
+}
