@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -446,4 +447,54 @@ func TestRejectedBatchWritesNothing(t *testing.T) {
 	require.ErrorAs(t, err, &ie)
 	require.Equal(t, 1, ie.Index)
 	_ = driver.CorruptRecord{}
+}
+
+// TestCancelledWritesAreWholeOrNothing: writes whose context ends at
+// random moments leave every batch whole or absent, never a part: after an
+// append and a replace that may each have been cut short, the history is
+// the one before, or it plus the whole batch, or the whole replacement.
+func TestCancelledWritesAreWholeOrNothing(t *testing.T) {
+	st := openStore(t, Options{})
+	s, _ := st.Session("cancel")
+	const size = 2000
+	batch, half := strs(numbered("c", 0, size)), strs(numbered("h", 0, size/2))
+	// Deadlines spread from 0 to twice what each write takes here.
+	start := time.Now()
+	require.NoError(t, s.AddItems(context.Background(), numbered("c", 0, size)))
+	add := time.Since(start)
+	start = time.Now()
+	require.NoError(t, s.ReplaceItems(context.Background(), numbered("h", 0, size/2)))
+	replace := time.Since(start)
+	prev := half
+	outcomes := map[string]int{}
+	const rounds = 30
+	for i := range rounds {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*add*time.Duration(i)/rounds)
+		err := s.AddItems(ctx, numbered("c", 0, size))
+		cancel()
+		if err != nil {
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+		}
+		ctx, cancel = context.WithTimeout(context.Background(), 2*replace*time.Duration((i*7)%rounds)/rounds)
+		err = s.ReplaceItems(ctx, numbered("h", 0, size/2))
+		cancel()
+		if err != nil {
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+		}
+		items, err := s.Items(context.Background())
+		require.NoError(t, err)
+		got := strs(items)
+		switch {
+		case slices.Equal(got, half):
+			outcomes["replaced"]++
+		case slices.Equal(got, append(slices.Clone(prev), batch...)):
+			outcomes["appended"]++
+		case slices.Equal(got, prev):
+			outcomes["neither"]++
+		default:
+			t.Fatalf("round %d: %d items, not a whole outcome (had %d)", i, len(got), len(prev))
+		}
+		prev = got
+	}
+	t.Logf("outcomes: %v", outcomes)
 }
