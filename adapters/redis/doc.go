@@ -43,8 +43,9 @@
 //
 // Round trips per operation (tests count them with a go-redis hook):
 //
-//	AddItems      1  native, no TTL: RPUSHX of all the items, nothing else; when the list does
-//	                 not exist yet (RPUSHX writes nothing and answers 0), 1 more: the append script
+//	AddItems      1  native, no TTL: RPUSHX of all the items, nothing else (concurrent callers'
+//	                 share pipelines, below); when the list does not exist yet (RPUSHX writes
+//	                 nothing and answers 0), 1 more: the append script
 //	              1  with a TTL, or in the Python layout: EVALSHA of the append script: metadata
 //	                 (native: only for a new list), RPUSH all items (4000 per RPUSH inside the
 //	                 script, below Lua's C-stack limit on unpack), PEXPIRE every key
@@ -80,14 +81,22 @@
 // RPUSH can fail, so a batch is present wholly or not at all: a key of
 // the session clobbered with another type makes the write fail with
 // nothing written, or (the metadata of a session whose list exists, which
-// an append does not touch) is left as it is. Under concurrency every append is one plain command
-// (or one script) on its own pooled connection, exactly as raw go-redis
-// code would send it; nothing serialises the callers. Write commands (the scripts, RPOP) are sent with go-redis's
+// an append does not touch) is left as it is. Write commands (RPUSHX, the
+// scripts) are sent with go-redis's
 // NoRetry: go-redis otherwise resends a command after some network errors
 // even when the server may have run it, which would append a batch twice
 // or drop a popped item. Such an error reaches the caller, and the batch
 // may or may not have been stored (never in part). A mutation that has
 // been sent runs to completion even if its context is cancelled meanwhile.
+//
+// Concurrent appends are pipelined: a caller that finds no append of the
+// Store in flight sends its RPUSHX at once (a lone writer pays nothing),
+// and the callers that come meanwhile are sent together, as one pipeline,
+// when it returns: one write and one read for all of them, on the client
+// and on the server, instead of one each. Each command stays its own
+// atomic single-key step with its own result (a failing batch fails only
+// its own caller), is sent at most once (pipelines honour NoRetry), and
+// each caller returns when its own command has been answered.
 //
 // # TTL
 //

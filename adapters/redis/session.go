@@ -195,9 +195,10 @@ func (s *Session) AddItems(ctx context.Context, items []session.Item) error {
 	return nil
 }
 
-// pushx sends RPUSHX of every item onto the items list (at most once) and
-// returns the list's new length: 0 when the list did not exist, in which
-// case nothing was written.
+// pushx sends RPUSHX of every item onto the items list (at most once,
+// pipelined with the appends of concurrent callers) and returns the list's
+// new length: 0 when the list did not exist, in which case nothing was
+// written.
 func (s *Session) pushx(ctx context.Context, items []session.Item) (int64, error) {
 	args := make([]any, 2, 2+len(items))
 	args[0], args[1] = "rpushx", s.keys[0]
@@ -206,7 +207,7 @@ func (s *Session) pushx(ctx context.Context, items []session.Item) (int64, error
 	}
 	cmd := goredis.NewIntCmd(ctx, args...)
 	cmd.SetFirstKeyPos(1)
-	_ = s.st.client.Process(ctx, onceInt{cmd})
+	s.st.push.do(ctx, s.st.client, cmd)
 	return cmd.Result()
 }
 

@@ -20,6 +20,7 @@ type Store struct {
 	owned  bool // opened by Open: closed by Close
 	opts   Options
 	ttlMS  int64
+	push   pusher // coalesces concurrent appends into pipelines
 
 	closed    atomic.Bool
 	closeOnce sync.Once
