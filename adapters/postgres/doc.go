@@ -47,9 +47,9 @@
 // batch tie (only id orders them anyway), two concurrent writers can get
 // start times in one order and ids in the other, and a clock stepped back
 // makes later rows look older. id comes from one sequence, is unique, and,
-// since every writer of this package holds the session row's lock from
-// its first statement to its commit, grows in commit order within a
-// session. It also lets latest-N and pop walk the (session_id, id) index
+// since every append and replace of this package holds the session row's
+// lock from its first statement to its commit, grows in commit order
+// within a session. It also lets latest-N and pop walk the (session_id, id) index
 // from the session's newest row, in time proportional to N; Python's
 // index on (session_id, created_at) would need the tie broken by a sort.
 //

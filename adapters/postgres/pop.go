@@ -24,9 +24,11 @@ import (
 // the validator's depth limit, and returns it. Concurrent pops of one row
 // queue on its row lock; the one that finds it gone deletes nothing.
 // Everything else, an empty session, a lost race, a corrupt newest row,
-// goes to one transaction that takes the session row's lock (every writer
-// of this package takes it, so it runs alone among them), reads down from
-// the newest row to the newest valid one, and deletes that one by id.
+// goes to one transaction that takes the session row's lock (so no
+// append, replace or clear of this package runs beside it), reads down
+// from the newest row to the newest valid one, and deletes that one by
+// id; if a one-statement pop or Python's took that row first, it reads
+// again.
 func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 	if err := s.st.check(ctx); err != nil {
 		return session.Item{}, false, err
