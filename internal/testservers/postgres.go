@@ -218,6 +218,7 @@ func startPostgres(bin, dir, data string, port int, owner pgOwner) (*process, er
 		"-c", "synchronous_commit=off",
 		"-c", "full_page_writes=off",
 		"-c", "max_connections=200",
+		"-c", "shared_buffers=32MB", // many test processes may each run one
 		"-c", "logging_collector=off",
 	)
 	cmd.Dir = dir
