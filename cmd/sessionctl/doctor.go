@@ -26,7 +26,7 @@ type problemJSON struct {
 func toProblemJSON(ps []history.Problem) []problemJSON {
 	out := make([]problemJSON, len(ps))
 	for i, p := range ps {
-		out[i] = problemJSON{p.Index, string(p.Kind), p.Kind.Severe(), p.Key.Type, p.Key.ID}
+		out[i] = problemJSON{p.Index, string(p.Kind), isSevere(p.Kind), p.Key.Type, p.Key.ID}
 	}
 	return out
 }

@@ -111,7 +111,7 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	}
 	what := plural(len(items), "item", "items")
 	if window {
-		what = fmt.Sprintf("the newest %s (a window: an output whose call is older is marked %s, not orphan-output)", what, problemCallBeforeWindow)
+		what = fmt.Sprintf("the newest %s (a window: an output whose call is not in it is marked %s)", what, problemCallBeforeWindow)
 	}
 	fmt.Fprintf(e.stdout, "session %s: %s (capabilities: %s)\n", quoteID(id), what, session.Probe(s))
 	for i, it := range items {
@@ -126,7 +126,7 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	}
 	severe := 0
 	for _, p := range problems {
-		if p.Kind.Severe() {
+		if isSevere(p.Kind) {
 			severe++
 		}
 	}
@@ -157,6 +157,9 @@ func diagnoseWindow(items []session.Item, window bool) []history.Problem {
 	}
 	return problems
 }
+
+// isSevere is ProblemKind.Severe, knowing call-before-window, which is not.
+func isSevere(k history.ProblemKind) bool { return k != problemCallBeforeWindow && k.Severe() }
 
 // label names an item by its type, or its role for a bare message, with
 // stored values escaped for a terminal.

@@ -97,6 +97,7 @@ func usagef(format string, args ...any) error { return errUsage{fmt.Sprintf(form
 var errFailed = errors.New("failed")
 
 func main() {
+	quietDriverLogs()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {
