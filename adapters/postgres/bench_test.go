@@ -127,11 +127,12 @@ func BenchmarkLatest50(b *testing.B) {
 			// (session_id, id) index even when the session is most of
 			// the table; = $1 would walk the primary key past every newer
 			// row of the other sessions.
-			latest := `SELECT id, message_data FROM ` + st.q.messages + ` WHERE session_id >= $1 AND session_id <= $1 ORDER BY session_id DESC, id DESC LIMIT $2`
+			latest := `SELECT id, message_data FROM ` + st.q.messages + `
+				WHERE session_id >= $1 AND session_id <= $1 ORDER BY session_id DESC, id DESC LIMIT $2`
 			s, err := st.Session(sid)
 			require.NoError(b, err)
 			pair(b, nil, func() {
-				rows, err := pool.Query(ctx, latest, sid, 50)
+				rows, err := pool.Query(ctx, latest, sid, int64(50))
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -28,6 +28,7 @@ type queries struct {
 	insert        string // appends $2 (text[]) in array order
 	insertOne     string // appends one row, as given
 	items         string // all rows, oldest first
+	latestTop     string // the newest rows, newest first
 	latest        string // a window of rows below an id, newest first
 	popObject     string // deletes the newest row if it is a JSON object, returning it
 	restore       string // puts a row back by id
@@ -94,6 +95,7 @@ func newQueries(o Options) *queries {
 	// it from the session's newest row, in custom and generic plans alike.
 	const oneSession = ` WHERE session_id >= $1 AND session_id <= $1`
 	q.items = `SELECT id, message_data FROM ` + m + oneSession + ` ORDER BY session_id, id`
+	q.latestTop = `SELECT id, message_data FROM ` + m + oneSession + ` ORDER BY session_id DESC, id DESC LIMIT $2`
 	q.latest = `SELECT id, message_data FROM ` + m + oneSession + ` AND id < $2::bigint ORDER BY session_id DESC, id DESC LIMIT $3`
 	// popObject deletes the newest row only if PostgreSQL's json parser,
 	// which is strict RFC 8259 as session's validator is, reads it as one

@@ -78,7 +78,7 @@ func (s *Session) LatestItems(ctx context.Context, n int) ([]session.Item, error
 }
 
 func (s *Session) latest(ctx context.Context, n int, d *decoder) error {
-	rows, err := s.st.pool.Query(ctx, s.st.q.latest, s.sid, int64(math.MaxInt64), int64(n))
+	rows, err := s.st.pool.Query(ctx, s.st.q.latestTop, s.sid, int64(n))
 	if err != nil {
 		return err
 	}

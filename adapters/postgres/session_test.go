@@ -286,9 +286,12 @@ func TestLatestUsesIndex(t *testing.T) {
 		require.NoError(t, err)
 		_, err = c.Exec(ctx, `PREPARE pop_1(text) AS `+st.q.popObject)
 		require.NoError(t, err)
+		_, err = c.Exec(ctx, `PREPARE top_n(text, bigint) AS `+st.q.latestTop)
+		require.NoError(t, err)
 		for _, text := range []string{
 			explain(`EXPLAIN EXECUTE latest_n('s7', 4611686018427387904, 50)`),
 			explain(`EXPLAIN EXECUTE pop_1('s7')`),
+			explain(`EXPLAIN EXECUTE top_n('s7', 50)`),
 		} {
 			require.Contains(t, text, "Scan Backward using "+st.q.idIndex, "%s:\n%s", mode, text)
 			require.NotContains(t, text, "Sort", "%s:\n%s", mode, text)
@@ -296,6 +299,8 @@ func TestLatestUsesIndex(t *testing.T) {
 		_, err = c.Exec(ctx, `DEALLOCATE latest_n`)
 		require.NoError(t, err)
 		_, err = c.Exec(ctx, `DEALLOCATE pop_1`)
+		require.NoError(t, err)
+		_, err = c.Exec(ctx, `DEALLOCATE top_n`)
 		require.NoError(t, err)
 	}
 	_, err = c.Exec(ctx, `RESET plan_cache_mode`)
