@@ -78,9 +78,9 @@
 //     quarter to spare; if the window holds fewer than n valid items it
 //     doubles. Items are taken from the newest document back, keeping only
 //     the current generation's. See "Reading without a snapshot".
-//   - PopItem: 3 round trips. Read the session document (the generation),
-//     then the newest non-empty documents of that generation, then one
-//     update that removes exactly the newest readable record, conditioned
+//   - PopItem: 2 round trips (3 with a TTL, whose session document is
+//     refreshed first). Read the session document (the generation) and the
+//     newest non-empty documents at once, then one update that removes exactly the newest readable record, conditioned
 //     on the document being as read ($pop of the last element when the
 //     array still has the length read and that element; a $set of the
 //     array without the record when unreadable records sit above it: they

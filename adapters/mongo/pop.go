@@ -18,13 +18,14 @@ import (
 )
 
 // PopItem removes and returns the newest item. It reads the session
-// document (the generation), then the newest non-empty message documents
-// of that generation, and walks their records from the newest back to the
-// first one it can read; it then removes exactly that record with one
-// update conditioned on the document being as it was read (a $pop of the
-// last element, or, below records it cannot read, a $set of the array
-// without it), and returns it. Three round trips; a lost condition (a
-// concurrent pop) starts over.
+// document (the generation) and the newest non-empty message documents,
+// at once (with a TTL, the session document first, refreshing its
+// expiry), and walks the current generation's records from the newest back
+// to the first one it can read; it then removes exactly that record with
+// one update conditioned on the document being as it was read (a $pop of
+// the last element, or, below records it cannot read, a $set of the array
+// without it), and returns it. Two round trips (three with a TTL); a lost
+// condition (a concurrent pop) starts over.
 //
 // A record it cannot read is never removed: it is reported through
 // OnCorrupt and kept byte for byte, and the pop takes the newest readable
@@ -52,7 +53,21 @@ func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 const maxPopConflicts = 64
 
 func (s *Session) pop(ctx context.Context) (session.Item, bool, error) {
-	sd, now, err := s.liveForWrite(ctx)
+	var (
+		sd   *sessionDoc
+		now  time.Time
+		docs []messageDoc // prefetched, of every generation
+		err  error
+	)
+	w := popWindow
+	if s.st.opts.TTL <= 0 {
+		// Nothing to refresh: read the session document and the newest
+		// documents at once (one round trip), as reads do.
+		sd, docs, err = s.popFetch(ctx, w)
+		now = s.st.now()
+	} else {
+		sd, now, err = s.liveForWrite(ctx)
+	}
 	if err != nil || sd == nil {
 		return session.Item{}, false, err
 	}
@@ -60,15 +75,18 @@ func (s *Session) pop(ctx context.Context) (session.Item, bool, error) {
 		// (Stamping an expired session's documents would hide them.)
 		defer s.afterWrite(ctx, sd, now)
 	}
-	w := popWindow
 	for unsettled, conflicts := 0, 0; unsettled < maxUnsettled && conflicts < maxPopConflicts; {
-		docs, err := s.loadGeneration(ctx, sd.Generation, w)
-		if err != nil {
-			return session.Item{}, false, err
+		if docs == nil {
+			gen := sd.Generation
+			if docs, err = s.loadNonEmpty(ctx, &gen, w); err != nil {
+				return session.Item{}, false, err
+			}
 		}
 		d, j, bad := newestReadable(docs, sd, s.st.now(), s.id)
+		n := len(docs)
+		docs = nil
 		if d == nil {
-			if len(docs) == w {
+			if n == w {
 				w = nextWindow(w)
 				continue
 			}
@@ -189,19 +207,46 @@ func (s *Session) take(ctx context.Context, d *messageDoc, j int) (bool, error) 
 	return res.MatchedCount == 1 && res.ModifiedCount == 1, nil
 }
 
-// loadGeneration reads the newest w non-empty message documents of
-// generation gen, newest first (the Python SDK's index serves it).
-func (s *Session) loadGeneration(ctx context.Context, gen int64, w int) ([]messageDoc, error) {
-	cur, err := s.st.messages.Find(ctx, bson.D{
-		byID(s.id),
-		generationIs(fMsgGeneration, gen),
-		{Key: fMessageData, Value: bson.D{{Key: "$ne", Value: bson.A{}}}},
-	}, options.Find().SetSort(bson.D{{Key: fMsgSeq, Value: -1}}).SetProjection(popProjection).SetLimit(int64(w)))
+// popFetch reads the session document and the newest w non-empty message
+// documents of every generation, concurrently.
+func (s *Session) popFetch(ctx context.Context, w int) (*sessionDoc, []messageDoc, error) {
+	type result struct {
+		sd  *sessionDoc
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		sd, err := s.loadSession(ctx)
+		ch <- result{sd, err}
+	}()
+	docs, mErr := s.loadNonEmpty(ctx, nil, w)
+	r := <-ch
+	if r.err != nil {
+		return nil, nil, r.err
+	}
+	if mErr != nil {
+		return nil, nil, mErr
+	}
+	if docs == nil {
+		docs = []messageDoc{}
+	}
+	return r.sd, docs, nil
+}
+
+// loadNonEmpty reads the newest w non-empty message documents of
+// generation *gen (of every generation when gen is nil), newest first.
+func (s *Session) loadNonEmpty(ctx context.Context, gen *int64, w int) ([]messageDoc, error) {
+	filter := bson.D{byID(s.id)}
+	if gen != nil {
+		filter = append(filter, generationIs(fMsgGeneration, *gen))
+	}
+	filter = append(filter, bson.E{Key: fMessageData, Value: bson.D{{Key: "$ne", Value: bson.A{}}}})
+	cur, err := s.st.messages.Find(ctx, filter, options.Find().SetSort(bson.D{{Key: fMsgSeq, Value: -1}}).SetProjection(popProjection).SetLimit(int64(w)))
 	if err != nil {
 		return nil, fmt.Errorf("read message documents: %w", err)
 	}
 	defer func() { _ = cur.Close(context.WithoutCancel(ctx)) }()
-	var docs []messageDoc
+	docs := []messageDoc{}
 	for cur.Next(ctx) {
 		d, err := parseMessageDoc(slices.Clone(cur.Current))
 		if err != nil {

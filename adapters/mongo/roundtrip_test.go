@@ -148,7 +148,7 @@ func TestRoundTrips(t *testing.T) {
 			_, ok, err := mustSession(t, st, "rt-none").PopItem(ctx)
 			require.NoError(t, err)
 			require.False(t, ok)
-		}, []string{readSess}},
+		}, []string{readSess, readMsgs}},
 		{"clear", func(t *testing.T) {
 			require.NoError(t, mustSession(t, st, "rt-new").Clear(ctx))
 		}, []string{reserve, insert, deleteOld}},
@@ -176,6 +176,16 @@ func TestRoundTrips(t *testing.T) {
 			require.ElementsMatch(t, tc.want, log.take())
 		})
 	}
+
+	t.Run("pop sends its two reads at once", func(t *testing.T) {
+		b := newBarrier(2)
+		log.setBarrier(b)
+		defer log.setBarrier(nil)
+		_, ok, err := s.PopItem(ctx)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.False(t, b.timedOut(), "the session and message reads must be in flight together (one round trip)")
+	})
 
 	t.Run("latest sends its two reads at once", func(t *testing.T) {
 		b := newBarrier(2)
