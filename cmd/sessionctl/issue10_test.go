@@ -449,3 +449,30 @@ func mustItems(t *testing.T, ss ...string) []session.Item {
 	require.NoError(t, err)
 	return its
 }
+
+// The demo, on the built binary: a real child process killed mid-settle,
+// and a history with every call before its output, each item once.
+func TestDemo(t *testing.T) {
+	bin := builtBinary(t)
+	out, err := exec.Command(bin, "demo", "-json").Output()
+	require.NoError(t, err, string(out))
+	var rep demoReport
+	require.NoError(t, json.Unmarshal(out, &rep))
+	require.True(t, rep.Healthy)
+	require.Len(t, rep.Steps, 5)
+	require.NoDirExists(t, rep.Dir, "the temporary directory is removed")
+	var kinds []string
+	for _, h := range rep.History {
+		it := session.MustItem(h)
+		kinds = append(kinds, it.Type()+"/"+it.Role()+"/"+it.CallID())
+	}
+	require.Equal(t, []string{"/user/", "function_call//call_1", "function_call_output//call_1", "message/assistant/"}, kinds)
+	require.Contains(t, strings.Join(rep.Steps[2].Lines, "\n"), "signal: killed")
+	require.Contains(t, strings.Join(rep.Steps[2].Lines, "\n"), "ordinary pending write [function_call:call_1 function_call_output:call_1 assistant]")
+	require.Contains(t, strings.Join(rep.Steps[3].Lines, "\n"), "lost acknowledgement is accepted")
+
+	text, err := exec.Command(bin, "demo").Output()
+	require.NoError(t, err)
+	require.Contains(t, string(text), "SIGKILL right after its append COMMITTED")
+	require.Contains(t, string(text), "history.Diagnose finds no problem")
+}
