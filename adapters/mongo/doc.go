@@ -48,7 +48,11 @@
 // FerretDB). An older release of this package made {session_id, seq}
 // unique; the first use of a Store replaces that index by a plain one (an
 // index holds no data; nothing is lost). Two documents sharing a seq are
-// returned in the server's index order, by both languages alike.
+// returned in the server's index order: on MongoDB both languages agree on
+// it; FerretDB sorts in memory, and the two languages may order such a pair
+// differently there (only a Python write right after data of an older
+// release, or a $inc FerretDB lost, makes one; a Go write after a Go read
+// never does, see guard "lost $inc").
 //
 // Fields this package adds, and the Python SDK ignores: _base_generation
 // and _base_seq (the generation a replace installed, and its batch's seq),
