@@ -292,3 +292,29 @@ func BenchmarkConcurrentAppend(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkItems: the whole history, at 1k, 10k and 100k items: time and
+// allocations grow linearly with the history, on both sides. Raw:
+// LRANGE 0 -1. Adapter: Items, which also checks every record.
+func BenchmarkItems(b *testing.B) {
+	for _, size := range []int{1_000, 10_000, 100_000} {
+		b.Run(strconv.Itoa(size), func(b *testing.B) {
+			ctx, c, _, s, _ := benchSetup(b, Options{})
+			batch := benchItems("i", 1000)
+			for n := 0; n < size; n += len(batch) {
+				if err := s.AddItems(ctx, batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			pair(b,
+				func() error { return c.LRange(ctx, s.keys[0], 0, -1).Err() },
+				func() error {
+					got, err := s.Items(ctx)
+					if err == nil && len(got) != size {
+						err = fmt.Errorf("got %d items", len(got))
+					}
+					return err
+				}, nil)
+		})
+	}
+}
