@@ -25,8 +25,9 @@ type queries struct {
 	upsertSession string // creates the session row or refreshes updated_at
 	insertPrefix  string // multi-row INSERT up to " VALUES "
 	items         string // all rows, oldest first
+	itemsData     string // items, message_data alone
+	latestData    string // the newest ?2 rows' message_data, newest first
 	latest        string // a window of rows below an id, newest first
-	since         string // count and newest id of the rows from an id up
 	pop           string // delete the newest row, returning it
 	deleteID      string // delete one row by id
 	inserts       [maxCachedInsert + 1]string
@@ -71,8 +72,9 @@ func newQueryText(o Options) *queries {
             ON CONFLICT (session_id) DO UPDATE SET updated_at = CURRENT_TIMESTAMP`,
 		insertPrefix:  `INSERT INTO ` + m + ` (session_id, message_data) VALUES `,
 		items:         `SELECT id, message_data FROM ` + m + ` WHERE session_id = ?1 ORDER BY id ASC`,
+		itemsData:     `SELECT message_data FROM ` + m + ` WHERE session_id = ?1 ORDER BY id ASC`,
 		latest:        `SELECT id, message_data FROM ` + m + ` WHERE session_id = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3`,
-		since:         `SELECT count(*), coalesce(max(id), 0) FROM ` + m + ` WHERE session_id = ?1 AND id >= ?2`,
+		latestData:    `SELECT message_data FROM ` + m + ` WHERE session_id = ?1 ORDER BY id DESC LIMIT ?2`,
 		pop:           `DELETE FROM ` + m + ` WHERE id = (SELECT id FROM ` + m + ` WHERE session_id = ?1 ORDER BY id DESC LIMIT 1) RETURNING id, message_data`,
 		deleteID:      `DELETE FROM ` + m + ` WHERE id = ?1`,
 		clearMessages: `DELETE FROM ` + m + ` WHERE session_id = ?1`,

@@ -33,21 +33,29 @@ func (s *Session) Items(ctx context.Context) ([]session.Item, error) {
 	if err := s.st.check(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := s.st.rs.items.QueryContext(ctx, s.id)
+	// message_data alone, unless an unreadable row needs its id reported.
+	var d decoder
+	clean, err := s.dataOnly(ctx, &d, s.st.rs.itemsData, math.MaxInt, s.id)
 	if err != nil {
 		return nil, s.st.wrap(ctx, "items", err)
 	}
-	var d decoder
-	for rows.Next() {
-		if err := d.scan(rows); err != nil {
-			rows.Close()
+	if !clean {
+		d = decoder{items: d.items[:0]}
+		rows, err := s.st.rs.items.QueryContext(ctx, s.id)
+		if err != nil {
 			return nil, s.st.wrap(ctx, "items", err)
 		}
+		for rows.Next() {
+			if err := d.scan(rows); err != nil {
+				rows.Close()
+				return nil, s.st.wrap(ctx, "items", err)
+			}
+		}
+		if err := closeRows(rows); err != nil {
+			return nil, s.st.wrap(ctx, "items", err)
+		}
+		d.report(ctx, s)
 	}
-	if err := closeRows(rows); err != nil {
-		return nil, s.st.wrap(ctx, "items", err)
-	}
-	d.report(ctx, s)
 	if d.items == nil {
 		return []session.Item{}, nil
 	}
@@ -56,10 +64,10 @@ func (s *Session) Items(ctx context.Context) ([]session.Item, error) {
 
 // LatestItems returns the newest n items, oldest first. It reads the
 // newest n rows through the (session_id, id) index in one statement; only
-// when corrupt rows leave that window short of n items does it read on,
-// below the oldest row seen, in windows twice as large each time. The cost
-// follows n and the corrupt rows among the newest, never the length of the
-// history, and no row is read twice unless the session changed meanwhile.
+// when unreadable rows are among them does it read again, in a read
+// transaction, with the rows' ids, below the oldest row seen in windows
+// twice as large each time. The cost follows n and the unreadable rows
+// among the newest, never the length of the history.
 func (s *Session) LatestItems(ctx context.Context, n int) ([]session.Item, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("%w: %d", session.ErrInvalidLimit, n)
@@ -83,41 +91,36 @@ func (s *Session) LatestItems(ctx context.Context, n int) ([]session.Item, error
 }
 
 // window decodes the rows of the session below id below, newest first,
-// until d holds n items; it returns the rows read and the newest row's id.
-// c nil means the Store's prepared statement on any connection.
-func (s *Session) window(ctx context.Context, c *sql.Conn, d *decoder, n int, below, size int64) (read, newest int64, err error) {
-	var rows *sql.Rows
-	if c == nil {
-		rows, err = s.st.rs.latest.QueryContext(ctx, s.id, below, size)
-	} else {
-		rows, err = c.QueryContext(ctx, s.st.q.latest, s.id, below, size)
-	}
+// on c, until d holds n items; it returns the rows read.
+func (s *Session) window(ctx context.Context, c *sql.Conn, d *decoder, n int, below, size int64) (read int64, err error) {
+	rows, err := c.QueryContext(ctx, s.st.q.latest, s.id, below, size)
 	if err != nil {
-		return 0, 0, err
+		return 0, err
 	}
 	for len(d.items) < n && rows.Next() {
 		if err := d.scan(rows); err != nil {
 			rows.Close()
-			return 0, 0, err
+			return 0, err
 		}
-		if read++; read == 1 {
-			newest = d.lastID
-		}
+		read++
 	}
-	return read, newest, closeRows(rows)
+	return read, closeRows(rows)
 }
 
 func (s *Session) latest(ctx context.Context, n int, d *decoder) error {
-	// The first window is one statement: one snapshot, no transaction.
-	read, newest, err := s.window(ctx, nil, d, n, math.MaxInt64, int64(n))
-	if err != nil || len(d.items) >= n || read < int64(n) {
+	// The common case is one statement (one snapshot, no transaction)
+	// reading message_data alone, the newest n rows, all readable.
+	clean, err := s.dataOnly(ctx, d, s.st.rs.latestData, n, s.id, int64(n))
+	if err != nil || clean {
 		return err
 	}
 	if testHookLatest != nil {
 		testHookLatest()
 	}
-	// Corrupt rows among the newest: read on in a read transaction, so
-	// that the later windows are one snapshot...
+	// Unreadable rows among the newest: start over with their ids (for
+	// the reports, and to read on below them), in a read transaction, so
+	// that every window is one snapshot.
+	*d = decoder{newestFirst: true, items: d.items[:0]}
 	c, err := s.st.db.Conn(ctx)
 	if err != nil {
 		return err
@@ -131,25 +134,40 @@ func (s *Session) latest(ctx context.Context, n int, d *decoder) error {
 			s.st.rollback(ctx, c)
 		}
 	}()
-	// ...and the same snapshot as the first one: ids only grow and are
-	// never reused, so if the rows from the oldest seen up are as many as
-	// read and end at the same newest id, nothing seen has changed.
-	var count, top int64
-	if err := c.QueryRowContext(ctx, s.st.q.since, s.id, d.lastID).Scan(&count, &top); err != nil {
-		return err
-	}
-	below, size := d.lastID, double(int64(n))
-	if count != read || top != newest {
-		*d = decoder{newestFirst: true, items: d.items[:0]} // changed: start over
-		below = math.MaxInt64
-	}
+	below, size := int64(math.MaxInt64), int64(n)
 	for {
-		got, _, err := s.window(ctx, c, d, n, below, size)
+		got, err := s.window(ctx, c, d, n, below, size)
 		if err != nil || len(d.items) >= n || got < size {
 			return err
 		}
 		below, size = d.lastID, double(size)
 	}
+}
+
+// dataOnly runs stmt (which selects message_data alone) with args and
+// decodes up to n rows into d. It stops at the first unreadable row and
+// reports clean == false, leaving d to be reset: the caller reads again
+// with the rows' ids.
+func (s *Session) dataOnly(ctx context.Context, d *decoder, stmt *sql.Stmt, n int, args ...any) (clean bool, err error) {
+	rows, err := stmt.QueryContext(ctx, args...)
+	if err != nil {
+		return false, err
+	}
+	clean = true
+	for len(d.items) < n && rows.Next() {
+		if err := rows.Scan(&d.raw); err != nil {
+			rows.Close()
+			return false, err
+		}
+		it, err := driver.DecodeStoredString(d.raw.String)
+		d.raw.String = ""
+		if err != nil {
+			clean = false
+			break
+		}
+		d.items = append(d.items, it)
+	}
+	return clean, closeRows(rows)
 }
 
 // double returns 2x, or math.MaxInt64 if that overflows.

@@ -404,11 +404,12 @@ func TestQueryPlans(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
 	for name, q := range map[string]string{
-		"items":  f.st.q.items,
-		"latest": f.st.q.latest,
-		"since":  f.st.q.since,
-		"pop":    f.st.q.pop,
-		"clear":  f.st.q.clearMessages,
+		"items":      f.st.q.items,
+		"latest":     f.st.q.latest,
+		"itemsData":  f.st.q.itemsData,
+		"latestData": f.st.q.latestData,
+		"pop":        f.st.q.pop,
+		"clear":      f.st.q.clearMessages,
 	} {
 		rows, err := f.st.DB().QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, "id", int64(10), int64(5))
 		require.NoError(t, err, name)
@@ -422,6 +423,7 @@ func TestQueryPlans(t *testing.T) {
 		require.NoError(t, closeRows(rows))
 		joined := strings.Join(plan, "; ")
 		require.Regexp(t, `USING (COVERING )?INDEX idx_agent_messages_session_id \(session_id=\?`, joined, name)
+		require.NotContains(t, joined, "SCAN", "%s: %s", name, joined)
 		require.NotContains(t, joined, "TEMP B-TREE", "%s: %s", name, joined)
 		t.Logf("%s: %s", name, joined)
 	}

@@ -39,7 +39,7 @@ type Store struct {
 
 // readStmts are the prepared statements of the reads.
 type readStmts struct {
-	items, latest *sql.Stmt
+	items, itemsData, latestData *sql.Stmt
 }
 
 // Open opens (creating if needed) the SQLite database at path with the
@@ -130,8 +130,13 @@ func newStore(ctx context.Context, db *sql.DB, owned, memory bool, o Options, sy
 		return nil, err
 	}
 	var err error
-	if st.rs.items, err = db.PrepareContext(ctx, st.q.items); err == nil {
-		st.rs.latest, err = db.PrepareContext(ctx, st.q.latest)
+	for _, p := range []struct {
+		dst   **sql.Stmt
+		query string
+	}{{&st.rs.items, st.q.items}, {&st.rs.itemsData, st.q.itemsData}, {&st.rs.latestData, st.q.latestData}} {
+		if *p.dst, err = db.PrepareContext(ctx, p.query); err != nil {
+			break
+		}
 	}
 	if err != nil {
 		st.stopWriter()
@@ -142,7 +147,7 @@ func newStore(ctx context.Context, db *sql.DB, owned, memory bool, o Options, sy
 }
 
 func (st *Store) closeStmts() {
-	for _, s := range []*sql.Stmt{st.rs.items, st.rs.latest} {
+	for _, s := range []*sql.Stmt{st.rs.items, st.rs.itemsData, st.rs.latestData} {
 		if s != nil {
 			_ = s.Close()
 		}
