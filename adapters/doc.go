@@ -63,6 +63,11 @@
 //	ttl=<duration>            expire a session's keys this long after its last write; default 0, never
 //	refresh_on_read=<bool>    reads restart the expiry clock too; default false
 //	max_batch_bytes=<int>     largest batch one write sends; default 67108864 (64 MiB), negative for no limit
+//	tls_ca_file=<path>        rediss: PEM file of the CAs to trust instead of the system's; certificates are always verified
+//	                          unless go-redis's skip_verify=true turns verification off
+//
+// A rediss:// URL that names a server speaking plain Redis fails at once
+// saying so, rather than waiting out the TLS handshake's timeouts.
 //
 // and go-redis's own: db, dial_timeout, read_timeout, write_timeout,
 // pool_size, max_retries, min_idle_conns, … (see go-redis's ParseURL,

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"strings"
@@ -84,6 +85,11 @@ type Options struct {
 	// OnCorrupt receives reports of stored records that are not JSON
 	// objects; nil logs a warning with slog.
 	OnCorrupt driver.CorruptHandler
+	// TLSConfig, used by Open for rediss:// URLs, replaces go-redis's
+	// default (the system's roots): set RootCAs to trust a private CA. The
+	// URL's server name and go-redis's skip_verify option still apply.
+	// Certificates are verified unless skip_verify=true says otherwise.
+	TLSConfig *tls.Config
 }
 
 // ErrInvalidOptions reports Options the Store cannot use.

@@ -2,9 +2,14 @@ package redis
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 )
@@ -26,7 +31,7 @@ import (
 // go-redis's query parameters (dial_timeout, read_timeout, max_retries,
 // pool_size, ...): unknown parameters are an error.
 func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
-	client, err := clientFromURL(rawURL)
+	client, err := clientFromURL(rawURL, opts.TLSConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -36,9 +41,13 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	st.owned = true
-	if err := client.Ping(ctx).Err(); err != nil {
+	if err := plainServerAtTLSURL(ctx, rawURL, client); err != nil {
 		_ = client.Close()
 		return nil, fmt.Errorf("redis: open %s: %w", redactURL(rawURL), err)
+	}
+	if err := client.Ping(ctx).Err(); err != nil {
+		_ = client.Close()
+		return nil, fmt.Errorf("redis: open %s: %w%s", redactURL(rawURL), err, tlsHint(rawURL, err))
 	}
 	if err := st.LoadScripts(ctx); err != nil {
 		_ = client.Close()
@@ -47,8 +56,84 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	return st, nil
 }
 
+// errPlainServer reports a rediss:// URL naming a server that answers
+// plain RESP, where a TLS handshake would wait for a reply that never comes
+// (go-redis retries it for tens of seconds).
+var errPlainServer = errors.New("the server answers plain Redis, not TLS: use redis:// for it")
+
+// plainServerAtTLSURL checks, for a rediss:// URL, that the first server
+// does not answer a plain PING: one extra connection at Open, so that a
+// wrong scheme fails at once with what to do instead of timing out.
+func plainServerAtTLSURL(ctx context.Context, rawURL string, client goredis.UniversalClient) error {
+	if !strings.HasPrefix(strings.ToLower(rawURL), "rediss") {
+		return nil
+	}
+	var addr string
+	switch c := client.(type) {
+	case *goredis.Client:
+		addr = c.Options().Addr
+	case *goredis.ClusterClient:
+		if a := c.Options().Addrs; len(a) > 0 {
+			addr = a[0]
+		}
+	}
+	if addr == "" {
+		return nil
+	}
+	d := net.Dialer{Timeout: 2 * time.Second}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil // Ping reports the dial failure as it is
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(time.Second))
+	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+		return nil
+	}
+	var b [1]byte
+	if n, _ := conn.Read(b[:]); n == 1 && (b[0] == '+' || b[0] == '-') {
+		return errPlainServer
+	}
+	return nil
+}
+
+// tlsHint says what a TLS failure usually means, for Open's error.
+func tlsHint(rawURL string, err error) string {
+	var unknownCA x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var rec tls.RecordHeaderError
+	switch {
+	case errors.As(err, &rec):
+		return " (the server does not speak TLS: use redis:// for a plain server)"
+	case errors.As(err, &unknownCA):
+		return " (the server's certificate is not signed by a trusted CA: give its CA with tls_ca_file=PATH, or skip_verify=true to not verify at all)"
+	case errors.As(err, &hostname):
+		return " (the server's certificate does not name the host in the URL)"
+	case strings.HasPrefix(strings.ToLower(rawURL), "redis") && !strings.HasPrefix(strings.ToLower(rawURL), "rediss") && errors.Is(err, context.DeadlineExceeded):
+		return " (no answer: if the server only speaks TLS, use rediss://)"
+	}
+	return ""
+}
+
+// withTLS applies conf to a parsed URL's TLS settings (nil when the URL is
+// not rediss://), keeping what the URL set.
+func withTLS(fromURL, conf *tls.Config) *tls.Config {
+	if fromURL == nil || conf == nil {
+		return fromURL
+	}
+	c := conf.Clone()
+	if c.ServerName == "" {
+		c.ServerName = fromURL.ServerName
+	}
+	c.InsecureSkipVerify = c.InsecureSkipVerify || fromURL.InsecureSkipVerify
+	if c.MinVersion == 0 {
+		c.MinVersion = fromURL.MinVersion
+	}
+	return c
+}
+
 // clientFromURL builds the client for one of Open's URL forms.
-func clientFromURL(rawURL string) (goredis.UniversalClient, error) {
+func clientFromURL(rawURL string, conf *tls.Config) (goredis.UniversalClient, error) {
 	scheme, rest, ok := strings.Cut(rawURL, "://")
 	if !ok {
 		return nil, fmt.Errorf("%w: %q is not a URL (want redis://, rediss://, unix://, redis+cluster:// or redis+sentinel://)", ErrInvalidOptions, redactURL(rawURL))
@@ -60,6 +145,7 @@ func clientFromURL(rawURL string) (goredis.UniversalClient, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 		}
+		o.TLSConfig = withTLS(o.TLSConfig, conf)
 		return goredis.NewClient(o), nil
 	case (mode == "cluster" || mode == "sentinel") && (base == "redis" || base == "rediss"):
 		u, err := seedURL(base, rest)
@@ -71,6 +157,7 @@ func clientFromURL(rawURL string) (goredis.UniversalClient, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 			}
+			o.TLSConfig = withTLS(o.TLSConfig, conf)
 			return goredis.NewClusterClient(o), nil
 		}
 		o, err := goredis.ParseFailoverURL(u)
@@ -80,6 +167,7 @@ func clientFromURL(rawURL string) (goredis.UniversalClient, error) {
 		if o.MasterName == "" {
 			return nil, fmt.Errorf("%w: a sentinel URL needs master_name=NAME", ErrInvalidOptions)
 		}
+		o.TLSConfig = withTLS(o.TLSConfig, conf)
 		return goredis.NewFailoverClient(o), nil
 	default:
 		return nil, fmt.Errorf("%w: unsupported URL scheme %q", ErrInvalidOptions, scheme)

@@ -2,9 +2,12 @@ package redis
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,7 +23,7 @@ var schemes = []string{"redis", "rediss", "unix", "redis+cluster", "rediss+clust
 
 // urlOptions are the query options the adapter takes; every other option
 // is go-redis's own (dial_timeout, pool_size, …), validated by go-redis.
-var urlOptions = []string{"key_prefix", "layout", "ttl", "refresh_on_read", "max_batch_bytes"}
+var urlOptions = []string{"key_prefix", "layout", "ttl", "refresh_on_read", "max_batch_bytes", "tls_ca_file"}
 
 func init() {
 	for _, s := range schemes {
@@ -31,8 +34,10 @@ func init() {
 // URLOpener opens the Redis URLs Open accepts. Options: key_prefix
 // (Options.KeyPrefix, default "agents:session"), layout (native or python,
 // default native), ttl (Options.TTL, default 0: never expire),
-// refresh_on_read (default false) and max_batch_bytes (Options.MaxBatchBytes,
-// default 64 MiB, negative for no limit). Opening creates nothing, so
+// refresh_on_read (default false), max_batch_bytes (Options.MaxBatchBytes,
+// default 64 MiB, negative for no limit) and, for rediss://, tls_ca_file
+// (a PEM file of the CAs to trust instead of the system's; certificates are
+// always verified unless go-redis's own skip_verify=true says not to). Opening creates nothing, so
 // adapters.Options.ReadOnly needs nothing more.
 type URLOpener struct{}
 
@@ -60,6 +65,11 @@ func (URLOpener) OpenStoreURL(ctx context.Context, u *url.URL, o adapters.Option
 			return nil, adapters.BadOption("max_batch_bytes", v, "an integer")
 		}
 	}
+	if path := q.Get("tls_ca_file"); path != "" {
+		if opts.TLSConfig, err = caConfig(path); err != nil {
+			return nil, err
+		}
+	}
 	if _, err := opts.normalize(); err != nil {
 		return nil, fmt.Errorf("%w: %w", adapters.ErrInvalidDSN, err)
 	}
@@ -76,6 +86,20 @@ func (URLOpener) OpenStoreURL(ctx context.Context, u *url.URL, o adapters.Option
 		return nil, err
 	}
 	return &urlStore{Store: base, st: st}, nil
+}
+
+// caConfig returns a TLS configuration trusting the PEM certificates of
+// the file at path (and only those).
+func caConfig(path string) (*tls.Config, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: tls_ca_file: %w", adapters.ErrInvalidDSN, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%w: tls_ca_file %s holds no PEM certificate", adapters.ErrInvalidDSN, path)
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }
 
 // urlStore is a Store opened from a URL.

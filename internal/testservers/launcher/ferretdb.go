@@ -22,6 +22,11 @@ func runFerretDB(args []string) error {
 	listen := fs.String("listen", "127.0.0.1:0", "TCP address to listen on (port 0 picks a free port)")
 	dir := fs.String("dir", "", "directory for the SQLite databases (created if missing)")
 	watchStdin := fs.Bool("stdin", true, "stop when standard input is closed")
+	var t tlsFiles
+	fs.StringVar(&t.listen, "tls-listen", "", "TLS address to listen on instead of -listen (port 0 picks a free port)")
+	fs.StringVar(&t.cert, "tls-cert", "", "server certificate (PEM), with -tls-listen")
+	fs.StringVar(&t.key, "tls-key", "", "server key (PEM), with -tls-listen")
+	fs.StringVar(&t.ca, "tls-ca", "", "CA certificate (PEM) clients verify the server with, with -tls-listen")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -32,13 +37,16 @@ func runFerretDB(args []string) error {
 	ctx, cancel := untilDone(*watchStdin)
 	defer cancel()
 
-	srv, err := startFerretDB(ctx, *listen, *dir, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+	srv, err := startFerretDB(ctx, *listen, t, *dir, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
 	if err != nil {
 		return err
 	}
 	ready(srv.URI)
 	return srv.Wait()
 }
+
+// tlsFiles configures a TLS listener; the zero value means plain TCP.
+type tlsFiles struct{ listen, cert, key, ca string }
 
 // ferretServer is a running embedded FerretDB.
 type ferretServer struct {
@@ -53,7 +61,7 @@ func (s *ferretServer) Wait() error { return <-s.done }
 // startFerretDB starts FerretDB with the SQLite handler on listen, storing
 // its databases under dir, and returns once a MongoDB driver can ping it.
 // The server runs until ctx is canceled.
-func startFerretDB(ctx context.Context, listen, dir string, logger *slog.Logger) (*ferretServer, error) {
+func startFerretDB(ctx context.Context, listen string, t tlsFiles, dir string, logger *slog.Logger) (*ferretServer, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
@@ -64,8 +72,14 @@ func startFerretDB(ctx context.Context, listen, dir string, logger *slog.Logger)
 	// FerretDB wants a "file:" URL of an existing directory, ending with "/".
 	sqliteURL := (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs) + "/"}).String()
 
+	lc := ferretdb.ListenerConfig{TCP: listen}
+	if t.listen != "" {
+		// FerretDB's TLSCAFile asks clients for certificates; the CA here is
+		// only what clients verify the server with.
+		lc = ferretdb.ListenerConfig{TLS: t.listen, TLSCertFile: t.cert, TLSKeyFile: t.key}
+	}
 	f, err := ferretdb.New(&ferretdb.Config{
-		Listener:  ferretdb.ListenerConfig{TCP: listen},
+		Listener:  lc,
 		Logger:    logger,
 		Handler:   "sqlite",
 		SQLiteURL: sqliteURL,
@@ -79,6 +93,9 @@ func startFerretDB(ctx context.Context, listen, dir string, logger *slog.Logger)
 
 	// The listener is bound by New, so MongoDBURI does not block.
 	srv.URI = f.MongoDBURI()
+	if t.listen != "" {
+		srv.URI += "&tlsCAFile=" + url.QueryEscape(t.ca)
+	}
 	if err := pingMongo(ctx, srv.URI, 30*time.Second); err != nil {
 		return nil, fmt.Errorf("ferretdb at %s does not answer: %w", srv.URI, err)
 	}

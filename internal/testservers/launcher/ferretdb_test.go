@@ -18,7 +18,7 @@ func TestFerretDBInProcess(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	srv, err := startFerretDB(ctx, "127.0.0.1:0", t.TempDir(), slog.New(slog.DiscardHandler))
+	srv, err := startFerretDB(ctx, "127.0.0.1:0", tlsFiles{}, t.TempDir(), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatalf("start ferretdb: %v", err)
 	}

@@ -55,7 +55,7 @@ func main() {
 
 func usage() {
 	fmt.Fprint(os.Stderr, `usage:
-  launcher ferretdb -listen 127.0.0.1:PORT -dir DIR [-stdin=true]
+  launcher ferretdb -listen 127.0.0.1:PORT -dir DIR [-stdin=true] [-tls-listen ADDR -tls-cert F -tls-key F -tls-ca F]
   launcher container redis|mongo|postgres [-stdin=true]
   launcher docker-ping [-timeout 3s]
 `)
