@@ -23,6 +23,15 @@ type pusher struct {
 	sending bool
 }
 
+// maxPipeline bounds the commands of one pipeline, and maxPipelinedBytes
+// the size of a batch that may join one: a bigger batch is sent alone, at
+// once (it is bandwidth-bound anyway), so a pipeline stays well below the
+// server's client-query-buffer-limit.
+const (
+	maxPipeline       = 128
+	maxPipelinedBytes = 128 << 10
+)
+
 // pushReq is one queued command; done is closed when it has been answered,
 // or, with lead set, when its caller is to send the queue.
 type pushReq struct {
@@ -49,10 +58,16 @@ func (p *pusher) do(ctx context.Context, client goredis.UniversalClient, cmd *go
 	if !req.lead {
 		return
 	}
-	// This caller sends the queue (its own command among them).
+	// This caller sends the queue (its own command first among them), at
+	// most maxPipeline commands; the rest go with the next send.
 	p.mu.Lock()
 	batch := p.queue
-	p.queue = nil
+	if len(batch) > maxPipeline {
+		batch = batch[:maxPipeline:maxPipeline]
+		p.queue = append([]*pushReq(nil), p.queue[maxPipeline:]...)
+	} else {
+		p.queue = nil
+	}
 	p.mu.Unlock()
 	if len(batch) == 1 {
 		_ = client.Process(ctx, onceInt{batch[0].cmd})

@@ -123,3 +123,47 @@ func (h *pipeCounter) ProcessPipelineHook(next goredis.ProcessPipelineHook) gore
 		return next(ctx, cmds)
 	}
 }
+
+// TestCoalescedManyCallers: more callers than one pipeline takes, some with
+// batches too big to join one: every batch lands once.
+func TestCoalescedManyCallers(t *testing.T) {
+	ctx := context.Background()
+	c := standaloneClient(t)
+	st := newStore(t, c, Options{KeyPrefix: uniquePrefix(t)})
+	s, err := st.Session("many")
+	require.NoError(t, err)
+	require.NoError(t, s.AddItems(ctx, []session.Item{session.MustItem(`{"first":true}`)}))
+	const callers, each = 300, 4
+	big := strings.Repeat("x", maxPipelinedBytes)
+	var wg sync.WaitGroup
+	for g := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := range each {
+				raw := fmt.Sprintf(`{"g":%d,"b":%d}`, g, b)
+				if g%50 == 0 && b == 0 {
+					raw = fmt.Sprintf(`{"g":%d,"b":%d,"big":%q}`, g, b, big)
+				}
+				if err := s.AddItems(ctx, []session.Item{session.MustItem(raw)}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	got, err := s.Items(ctx)
+	require.NoError(t, err)
+	require.Len(t, got, 1+callers*each)
+	seen := map[string]bool{}
+	for _, it := range got[1:] {
+		var g, b int
+		_, err := fmt.Sscanf(it.String(), `{"g":%d,"b":%d`, &g, &b)
+		require.NoError(t, err)
+		key := fmt.Sprintf("%d/%d", g, b)
+		require.False(t, seen[key], key)
+		seen[key] = true
+	}
+	require.Len(t, seen, callers*each)
+}

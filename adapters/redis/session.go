@@ -170,12 +170,13 @@ func (s *Session) AddItems(ctx context.Context, items []session.Item) error {
 	if len(items) == 0 {
 		return nil
 	}
-	if err := s.checkSize(items); err != nil {
+	size, err := s.checkSize(items)
+	if err != nil {
 		return err
 	}
 	wctx := context.WithoutCancel(ctx)
 	if s.st.opts.Layout == LayoutNative && s.st.ttlMS == 0 {
-		n, err := s.pushx(wctx, items)
+		n, err := s.pushx(wctx, items, size)
 		if err != nil {
 			return fmt.Errorf("redis: append to session %q: %w", s.id, err)
 		}
@@ -199,7 +200,7 @@ func (s *Session) AddItems(ctx context.Context, items []session.Item) error {
 // pipelined with the appends of concurrent callers) and returns the list's
 // new length: 0 when the list did not exist, in which case nothing was
 // written.
-func (s *Session) pushx(ctx context.Context, items []session.Item) (int64, error) {
+func (s *Session) pushx(ctx context.Context, items []session.Item, size int) (int64, error) {
 	args := make([]any, 2, 2+len(items))
 	args[0], args[1] = "rpushx", s.keys[0]
 	for _, it := range items {
@@ -207,7 +208,11 @@ func (s *Session) pushx(ctx context.Context, items []session.Item) (int64, error
 	}
 	cmd := goredis.NewIntCmd(ctx, args...)
 	cmd.SetFirstKeyPos(1)
-	s.st.push.do(ctx, s.st.client, cmd)
+	if size > maxPipelinedBytes {
+		_ = s.st.client.Process(ctx, onceInt{cmd})
+	} else {
+		s.st.push.do(ctx, s.st.client, cmd)
+	}
 	return cmd.Result()
 }
 
@@ -220,21 +225,18 @@ type itemArg struct{ it session.Item }
 // MarshalBinary returns the item's bytes.
 func (a itemArg) MarshalBinary() ([]byte, error) { return a.it.Bytes(), nil }
 
-// checkSize refuses a batch bigger than MaxBatchBytes.
-func (s *Session) checkSize(items []session.Item) error {
-	max := s.st.opts.MaxBatchBytes
-	if max <= 0 {
-		return nil
-	}
+// checkSize returns the size of a batch, refusing one bigger than
+// MaxBatchBytes.
+func (s *Session) checkSize(items []session.Item) (int, error) {
 	size := 0
 	for _, it := range items {
 		size += len(it.Bytes())
 	}
-	if size > max {
-		return fmt.Errorf("%w: %d items of %d bytes exceed MaxBatchBytes %d",
+	if max := s.st.opts.MaxBatchBytes; max > 0 && size > max {
+		return 0, fmt.Errorf("%w: %d items of %d bytes exceed MaxBatchBytes %d",
 			session.ErrBatchTooLarge, len(items), size, max)
 	}
-	return nil
+	return size, nil
 }
 
 // writeArgs returns ARGV of the write scripts: ttl, id, the client's
@@ -357,7 +359,7 @@ func (s *Session) ReplaceItems(ctx context.Context, items []session.Item) error 
 	if err := driver.ValidateBatch(items); err != nil {
 		return err
 	}
-	if err := s.checkSize(items); err != nil {
+	if _, err := s.checkSize(items); err != nil {
 		return err
 	}
 	sc := replaceScript
