@@ -37,6 +37,7 @@
 // cannot grade FULL. TTL clauses need TTLHarness.
 //
 // Every session the suite writes has an id starting with ProbePrefix and
-// is cleared when its clause ends, passed, failed or interrupted, so Check
-// can run against a store that holds users' sessions.
+// is cleared when its clause ends, passed, failed or interrupted (and
+// removed, when the harness is a Remover), so Check can run against a store
+// that holds users' sessions.
 package conformance

@@ -50,6 +50,16 @@ type TTLHarness interface {
 	MinTTL() time.Duration
 }
 
+// Remover is implemented by harnesses whose store keeps a trace of a
+// cleared session: MongoDB keeps the session document, with the counters
+// Python's clear_session keeps. When a clause ends, the suite clears every
+// session it used and then, if the harness is a Remover, removes it, so
+// that nothing of a check remains.
+type Remover interface {
+	// RemoveSession deletes everything the store holds for session id.
+	RemoveSession(ctx context.Context, id string) error
+}
+
 // The parts check these interfaces by their suite twins; both have the
 // same method sets.
 var (
@@ -59,6 +69,8 @@ var (
 	_ TTLHarness            = suite.TTLHarness(nil)
 	_ suite.CorruptReporter = CorruptReporter(nil)
 	_ CorruptReporter       = suite.CorruptReporter(nil)
+	_ suite.Remover         = Remover(nil)
+	_ Remover               = suite.Remover(nil)
 )
 
 // ProbePrefix starts the id of every session the suite writes:

@@ -155,6 +155,21 @@ func (h *dsnHarness) AppendRaw(ctx context.Context, id string, raw []byte) error
 // CorruptReports returns the reports the store made about session id.
 func (h *dsnHarness) CorruptReports(id string) []driver.CorruptRecord { return h.corrupt.Reports(id) }
 
+// sessionRemover is implemented by stores that keep a trace of a cleared
+// session and can delete it (conformance.Remover).
+type sessionRemover interface {
+	RemoveSession(ctx context.Context, id string) error
+}
+
+// RemoveSession deletes what Clear leaves of a probe session, when the
+// store can.
+func (h *dsnHarness) RemoveSession(ctx context.Context, id string) error {
+	if r, ok := h.main.(sessionRemover); ok {
+		return r.RemoveSession(ctx, id)
+	}
+	return nil
+}
+
 // OpenTTL reopens the URL with ttl=<ttl> (memory, redis and mongo take it).
 func (h *dsnHarness) OpenTTL(ctx context.Context, id string, ttl time.Duration) (session.Session, error) {
 	h.mu.Lock()

@@ -47,6 +47,15 @@ func (x hiddenHarness) OpenPeer(ctx context.Context, id string) (session.Session
 }
 func (x hiddenHarness) Declared() session.Capabilities { return 0 }
 
+// RemoveSession passes the harness's suite.Remover through, so the
+// hidden pass leaves nothing behind either.
+func (x hiddenHarness) RemoveSession(ctx context.Context, id string) error {
+	if r, ok := x.h.(suite.Remover); ok {
+		return r.RemoveSession(ctx, id)
+	}
+	return nil
+}
+
 type hiddenRawHarness struct {
 	hiddenHarness
 	driver.RawAppender

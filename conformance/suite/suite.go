@@ -56,6 +56,11 @@ type CorruptReporter interface {
 	CorruptReports(id string) []driver.CorruptRecord
 }
 
+// Remover is conformance.Remover.
+type Remover interface {
+	RemoveSession(ctx context.Context, id string) error
+}
+
 // Group names a set of clauses graded together.
 type Group string
 
@@ -271,6 +276,11 @@ func (c *C) cleanup() {
 		}
 		if err := s.Clear(ctx); err != nil {
 			c.Logf("cleanup: clear %q: %v", id, err)
+		}
+		if r, ok := c.h.(Remover); ok {
+			if err := r.RemoveSession(ctx, id); err != nil {
+				c.Logf("cleanup: remove %q: %v", id, err)
+			}
 		}
 	}
 }
