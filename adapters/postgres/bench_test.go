@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -29,7 +30,9 @@ import (
 // within one loop (swapping which goes first each time), each timed on its
 // own: a burst of load hits both alike. The benchmark reports raw-ns/op and
 // adapter-ns/op (its ns/op is their sum), x-raw-ns = adapter / raw (1.00 =
-// no overhead), and x-raw-allocs from testing.AllocsPerRun of each.
+// no overhead), x-raw-median = the ratio of the median single-call times
+// (which a few calls stalled by other processes do not move), and
+// x-raw-allocs from testing.AllocsPerRun of each.
 
 // pair runs raw and adapter b.N times each, alternating, and reports the
 // ratios. setup, when set, runs first, untimed, with room for 2*b.N calls.
@@ -41,20 +44,26 @@ func pair(b *testing.B, setup func(n int), raw, adapter func()) {
 	raw() // warm both up: prepared statements, pool connections
 	adapter()
 	var tr, ta time.Duration
+	dr, da := make([]time.Duration, b.N), make([]time.Duration, b.N)
 	b.ResetTimer()
 	for i := range b.N {
-		first, second, t1, t2 := raw, adapter, &tr, &ta
+		first, second, d1, d2 := raw, adapter, &dr[i], &da[i]
 		if i%2 == 1 {
-			first, second, t1, t2 = adapter, raw, &ta, &tr
+			first, second, d1, d2 = adapter, raw, &da[i], &dr[i]
 		}
 		start := time.Now()
 		first()
 		mid := time.Now()
 		second()
-		*t1 += mid.Sub(start)
-		*t2 += time.Since(mid)
+		*d1 = mid.Sub(start)
+		*d2 = time.Since(mid)
+		tr += dr[i]
+		ta += da[i]
 	}
 	b.StopTimer()
+	slices.Sort(dr)
+	slices.Sort(da)
+	b.ReportMetric(float64(da[b.N/2])/float64(dr[b.N/2]), "x-raw-median")
 	rawAllocs := testing.AllocsPerRun(allocRuns, raw)
 	adapterAllocs := testing.AllocsPerRun(allocRuns, adapter)
 	n := float64(b.N)
