@@ -50,15 +50,15 @@ func openStore(ctx context.Context, dsn string, mode access, timeout time.Durati
 	if timeout <= 0 {
 		return nil, nil, usagef("-connect-timeout must be positive")
 	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if err := tlsPreflight(cctx, dsn); err != nil {
+	if err := tlsPreflight(ctx, dsn, min(timeout, 3*time.Second)); err != nil {
 		return nil, nil, err
 	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	corrupt := &corruptReports{}
 	st, err := adapters.OpenWith(cctx, dsn, adapters.Options{OnCorrupt: corrupt.Handler(), ReadOnly: bool(mode)})
 	if err != nil {
-		return nil, nil, explainOpen(ctx, dsn, timeout, err)
+		return nil, nil, explainOpen(ctx, cctx, dsn, timeout, err)
 	}
 	// Some backends (MongoDB) connect lazily: a read of a session nobody
 	// has makes an unreachable server an error now, in one line, rather
@@ -66,7 +66,7 @@ func openStore(ctx context.Context, dsn string, mode access, timeout time.Durati
 	if s, err := st.Session("sessionctl-reachability-probe"); err == nil {
 		if _, err := session.Latest(cctx, s, 1); err != nil {
 			_ = st.Close()
-			return nil, nil, explainOpen(ctx, dsn, timeout, err)
+			return nil, nil, explainOpen(ctx, cctx, dsn, timeout, err)
 		}
 	}
 	return st, corrupt, nil
@@ -74,9 +74,14 @@ func openStore(ctx context.Context, dsn string, mode access, timeout time.Durati
 
 // explainOpen turns a failed open into one line: "cannot reach" with the
 // reason when the network failed, the store's own error otherwise.
-func explainOpen(ctx context.Context, dsn string, timeout time.Duration, err error) error {
+// A driver cut off by the deadline may say anything ("error decoding key
+// arr: unexpected EOF"): when the deadline passed, that is the reason.
+func explainOpen(ctx, cctx context.Context, dsn string, timeout time.Duration, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if cctx.Err() != nil {
+		return fmt.Errorf("cannot reach the store at %s: no answer within %s (-connect-timeout)", hostOf(dsn), timeout)
 	}
 	switch {
 	case errors.Is(err, adapters.ErrInvalidDSN):
@@ -137,7 +142,7 @@ var tlsSchemes = map[string]string{"rediss": "redis", "rediss+cluster": "redis+c
 // driver's retries (26 s with go-redis's defaults). Only a server that
 // does not speak TLS at all is an error here; certificates are the
 // driver's business.
-func tlsPreflight(ctx context.Context, dsn string) error {
+func tlsPreflight(ctx context.Context, dsn string, wait time.Duration) error {
 	i := strings.Index(dsn, "://")
 	if i < 0 {
 		return nil
@@ -157,7 +162,7 @@ func tlsPreflight(ctx context.Context, dsn string) error {
 	if _, _, err := net.SplitHostPort(host); err != nil {
 		host = net.JoinHostPort(host, "6379")
 	}
-	hctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	hctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	d := tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // only asks whether the server speaks TLS; sends nothing else
 	conn, err := d.DialContext(hctx, "tcp", host)
@@ -168,9 +173,11 @@ func tlsPreflight(ctx context.Context, dsn string) error {
 	var rec tls.RecordHeaderError
 	switch {
 	case ctx.Err() != nil:
-		return nil // the caller's context: OpenWith reports it
-	case errors.As(err, &rec), hctx.Err() != nil, errors.Is(err, io.EOF), errors.Is(err, syscall.ECONNRESET):
-		return fmt.Errorf("cannot reach the store at %s: no TLS handshake from the server (is it a plain server? then use %s://)", hostOf(dsn), plain)
+		return ctx.Err() // interrupted
+	case errors.As(err, &rec), errors.Is(err, io.EOF), errors.Is(err, syscall.ECONNRESET):
+		return fmt.Errorf("cannot reach the store at %s: no TLS handshake from the server, which answered in plain text (for a plain server, use %s://)", hostOf(dsn), plain)
+	case hctx.Err() != nil:
+		return fmt.Errorf("cannot reach the store at %s: no TLS handshake from the server within %s (is it a plain server? then use %s://)", hostOf(dsn), wait, plain)
 	}
 	return nil // refused, unknown host, …: the driver's error says it
 }
