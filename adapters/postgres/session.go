@@ -241,7 +241,7 @@ func (d *decoder) scan(rows pgx.Rows) error {
 	d.lastID = id
 	d.read++
 	raw := string(vals[1])
-	it, err := driver.DecodeStoredString(raw)
+	it, err := decodeStored(raw)
 	if err != nil {
 		d.corrupt = append(d.corrupt, driver.CorruptRecord{Position: "id=" + strconv.FormatInt(id, 10), Raw: []byte(raw), Err: err})
 		return nil
@@ -249,6 +249,10 @@ func (d *decoder) scan(rows pgx.Rows) error {
 	d.items = append(d.items, it)
 	return nil
 }
+
+// decodeStored is driver.DecodeStoredString; a test replaces it to make Go
+// and PostgreSQL disagree about a row.
+var decodeStored = driver.DecodeStoredString
 
 // parseID decodes an id column value in the given wire format.
 func parseID(b []byte, format int16) (int64, error) {

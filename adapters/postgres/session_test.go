@@ -503,3 +503,37 @@ func TestCancelledWritesAreWholeOrNothing(t *testing.T) {
 	}
 	t.Logf("outcomes: %v", outcomes)
 }
+
+// TestPopRestoresOnDisagreement: if the one-statement pop deletes a row
+// PostgreSQL reads as an object but Go does not (the parsers agree, so the
+// test makes Go refuse a marked row), the row is put back under its id,
+// with its bytes, and the pop takes the newest valid item below it.
+func TestPopRestoresOnDisagreement(t *testing.T) {
+	ctx := context.Background()
+	c := &conformance.Collector{}
+	st := openStore(t, Options{OnCorrupt: c.Handler()})
+	s, _ := st.Session("disagree")
+	require.NoError(t, s.AddItems(ctx, numbered("v", 0, 2)))
+	marked := `{"marked":"go refuses this one"}`
+	require.NoError(t, st.AppendRaw(ctx, s.id, []byte(marked)))
+	var before int64
+	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT max(id) FROM `+st.q.messages).Scan(&before))
+
+	decodeStored = func(raw string) (session.Item, error) {
+		if strings.Contains(raw, `"marked"`) {
+			return session.Item{}, fmt.Errorf("%w: refused by the test", session.ErrCorruptRecord)
+		}
+		return driver.DecodeStoredString(raw)
+	}
+	t.Cleanup(func() { decodeStored = driver.DecodeStoredString })
+
+	it, ok, err := s.PopItem(ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, numbered("v", 1, 2)[0].String(), it.String(), "the pop took the valid item below")
+	require.Equal(t, []string{numbered("v", 0, 1)[0].String(), marked}, rawRows(t, st, s.id), "the marked row is back")
+	var id int64
+	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT id FROM `+st.q.messages+` WHERE message_data = $1`, marked).Scan(&id))
+	require.Equal(t, before, id, "under its own id")
+	require.NotEmpty(t, c.Reports(s.id), "and it is reported")
+}
