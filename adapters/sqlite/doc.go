@@ -21,16 +21,18 @@
 // # Writes: group commit
 //
 // Every write of a Store (AddItems, PopItem, Clear, ReplaceItems) goes to
-// one writer goroutine that owns the Store's write connection and its
-// prepared statements. When it becomes free, the writer takes every write
+// the Store's one writer, which owns its write connection and prepared
+// statements. When it becomes free, the writer takes every write
 // queued at that moment, begins one transaction with BEGIN IMMEDIATE, runs
-// each write in a SAVEPOINT of its own and commits once; each caller
-// returns after that commit. A batch lands whole and contiguous or not at
-// all; a write that fails is rolled back to its savepoint and fails alone,
-// the others of its transaction commit. A lone write runs without a
-// savepoint and the writer never waits for company, so a single writer's
-// latency is one transaction's, while N concurrent writers share one
-// commit (and one fsync). Store.Stats counts both.
+// each write in turn and commits once; each caller returns after that
+// commit. A batch lands whole and contiguous or not at all; a write that
+// fails fails alone: PopItem runs in a SAVEPOINT of its own and is rolled
+// back to it, and when any other write fails the transaction is rolled
+// back and the others run again in a new one. The writer is the first
+// caller that finds none running, on its own goroutine, and it never waits
+// for company: a single writer's latency is one transaction's, while N
+// concurrent writers share one commit (and one fsync). Store.Stats counts
+// both.
 //
 // Writers of one Store therefore never meet SQLite's lock (never see
 // SQLITE_BUSY). Writers of other Stores or processes on the same file are

@@ -217,3 +217,40 @@ func TestGroupCommitGroups(t *testing.T) {
 	require.Less(t, tx, n, "concurrent writes share transactions")
 	t.Logf("%d writes in %d transactions", n, tx)
 }
+
+// TestGroupCommitFailingPop: a write that runs in a savepoint of its own
+// (PopItem, which may have to undo its delete) and fails is rolled back to
+// its savepoint; the others of the group commit in the same transaction.
+func TestGroupCommitFailingPop(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	locked := f.session(t, "locked")
+	require.NoError(t, locked.AddItems(ctx, numbered("l", 2)))
+	_, err := f.st.DB().ExecContext(ctx, `CREATE TRIGGER keep BEFORE DELETE ON agent_messages
+        WHEN OLD.session_id = 'locked' BEGIN SELECT RAISE(ABORT, 'refused by the test trigger'); END`)
+	require.NoError(t, err)
+	tx0, w0 := f.st.Stats()
+
+	release := holdLock(t, f.path)
+	var wg sync.WaitGroup
+	var errs [3]error
+	run := func(i int, fn func() error) {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = fn() }()
+		waitQueued(t, f.st, i+1)
+	}
+	run(0, func() error { return f.session(t, "a").AddItems(ctx, numbered("a", 2)) })
+	run(1, func() error { _, _, err := locked.PopItem(ctx); return err })
+	run(2, func() error { return f.session(t, "b").AddItems(ctx, numbered("b", 1)) })
+	release()
+	wg.Wait()
+	require.NoError(t, errs[0])
+	require.ErrorContains(t, errs[1], "refused by the test trigger")
+	require.NoError(t, errs[2])
+	tx1, w1 := f.st.Stats()
+	require.Equal(t, int64(1), tx1-tx0, "one transaction: the failed pop was undone alone")
+	require.Equal(t, int64(2), w1-w0)
+	require.Equal(t, texts(numbered("l", 2)), rawRows(t, f.st, "locked"))
+	require.Equal(t, texts(numbered("a", 2)), rawRows(t, f.st, "a"))
+	require.Equal(t, texts(numbered("b", 1)), rawRows(t, f.st, "b"))
+}

@@ -139,7 +139,7 @@ func (st *Store) ensureSchema(ctx context.Context, skip bool) error {
 	if tables == 2 && index == 1 {
 		return nil
 	}
-	err = st.writeW(ctx, "create tables", func(ctx context.Context, w *wconn, _ bool) error {
+	err = st.writeW(ctx, "create tables", false, func(ctx context.Context, w *wconn, _ bool) error {
 		for _, ddl := range []string{st.q.createSessions, st.q.createMessages, st.q.createIndex} {
 			if err := w.execOnce(ctx, ddl); err != nil {
 				return err

@@ -194,7 +194,7 @@ func (s *Session) AddItems(ctx context.Context, items []session.Item) error {
 	if len(items) == 0 {
 		return nil
 	}
-	return s.st.writeW(ctx, "add items", func(ctx context.Context, w *wconn, _ bool) error {
+	return s.st.writeW(ctx, "add items", false, func(ctx context.Context, w *wconn, _ bool) error {
 		return s.insert(ctx, w, items)
 	})
 }
@@ -247,7 +247,7 @@ func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 		ok   bool
 		d    decoder
 	)
-	err := s.st.writeW(ctx, "pop item", func(ctx context.Context, w *wconn, redo bool) error {
+	err := s.st.writeW(ctx, "pop item", true, func(ctx context.Context, w *wconn, redo bool) error {
 		item, ok, d = session.Item{}, false, decoder{newestFirst: true}
 		if redo {
 			var err error
@@ -325,7 +325,7 @@ func (s *Session) popReadable(ctx context.Context, w *wconn, d *decoder) (sessio
 // Clear deletes the session's items and its session row, in one
 // transaction.
 func (s *Session) Clear(ctx context.Context) error {
-	return s.st.writeW(ctx, "clear", func(ctx context.Context, w *wconn, _ bool) error {
+	return s.st.writeW(ctx, "clear", false, func(ctx context.Context, w *wconn, _ bool) error {
 		return s.clear(ctx, w)
 	})
 }
@@ -344,7 +344,7 @@ func (s *Session) ReplaceItems(ctx context.Context, items []session.Item) error 
 	if err := driver.ValidateBatch(items); err != nil {
 		return err
 	}
-	return s.st.writeW(ctx, "replace items", func(ctx context.Context, w *wconn, _ bool) error {
+	return s.st.writeW(ctx, "replace items", false, func(ctx context.Context, w *wconn, _ bool) error {
 		if err := s.clear(ctx, w); err != nil {
 			return err
 		}

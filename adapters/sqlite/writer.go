@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"math/rand/v2"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -22,15 +23,17 @@ import (
 // running becomes it (leader), and runs its own request at once. When the
 // writer becomes free it takes every request queued at that moment (up to
 // maxGroup), begins one transaction with BEGIN IMMEDIATE, runs each request
-// inside a SAVEPOINT of its own, and commits once; each caller is answered
-// after that commit. So:
+// in turn, and commits once; each caller is answered after that commit.
+// A write that may need undoing alone (PopItem) runs inside a SAVEPOINT of
+// its own; the others run without one, and if one of them fails, the
+// transaction is rolled back, that write fails alone and the others run
+// again in a new transaction. So:
 //
 //   - writers of one process never contend for SQLite's lock, and never
 //     see SQLITE_BUSY: they queue in Go;
 //   - N concurrent writes cost one commit (one fsync at synchronous=FULL)
 //     instead of N;
-//   - a request that fails rolls back to its own savepoint and fails alone;
-//     the others of its group commit;
+//   - a request that fails fails alone; the others of its group commit;
 //   - a lone request runs without a savepoint and without waiting for
 //     company: the writer never waits on a timer, so one writer's latency
 //     is one transaction's.
@@ -107,6 +110,9 @@ type request struct {
 	ctx  context.Context
 	fn   func(ctx context.Context, w *wconn, redo bool) error
 	done chan error // receives the outcome once, after the commit
+	// undoable: fn may return errRedo, so in a group it runs inside a
+	// savepoint of its own.
+	undoable bool
 
 	state   reqState  // guarded by writerState.wmu
 	started time.Time // when it was queued, for BusyTimeout
@@ -176,12 +182,12 @@ func (st *Store) stopWriter() {
 // ends before a leader took the request, the request is withdrawn (it will
 // never run) and ctx's error returned; once taken, the caller waits for the
 // commit, so that an error always means nothing was written.
-func (st *Store) submit(ctx context.Context, fn func(ctx context.Context, w *wconn, redo bool) error) error {
+func (st *Store) submit(ctx context.Context, undoable bool, fn func(ctx context.Context, w *wconn, redo bool) error) error {
 	if st.opts.ReadOnly {
 		return ErrReadOnly
 	}
 	w := &st.w
-	r := &request{ctx: ctx, fn: fn, done: make(chan error, 1), started: time.Now()}
+	r := &request{ctx: ctx, fn: fn, undoable: undoable, done: make(chan error, 1), started: time.Now()}
 	w.wmu.Lock()
 	if w.stopping {
 		w.wmu.Unlock()
@@ -255,6 +261,14 @@ func (st *Store) claim() []*request {
 func (st *Store) lead(mine *request) {
 	w := &st.w
 	for {
+		if mine == nil {
+			// A leader taking over a queue: the callers the last commit
+			// answered are runnable and about to queue their next write;
+			// let them, so that this group carries them too. A yield, not
+			// a timer: with nobody runnable it returns at once, and a lone
+			// writer never comes here.
+			runtime.Gosched()
+		}
 		st.runGroup(mine)
 		w.wmu.Lock()
 		if len(w.queue) == 0 {
@@ -297,7 +311,8 @@ func (st *Store) conn() (*wconn, error) {
 		// The writer waits for other processes' locks itself, in Go,
 		// where a Close or a withdrawn request can end the wait: the held
 		// connection's BEGIN must fail at once when the lock is taken.
-		if err := c.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&w.busyMS); err == nil {
+		err := c.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&w.busyMS)
+		if err == nil {
 			err = wc.execOnce(ctx, "PRAGMA busy_timeout = 0")
 		}
 		if err != nil {
@@ -506,6 +521,15 @@ func (st *Store) round(wc *wconn, reqs []*request) (again []*request) {
 			r.err, r.ok = err, err == nil
 			break
 		}
+		if !r.undoable {
+			// Optimistic: no savepoint (two statements saved per write).
+			// If it fails, the whole transaction is rolled back, it fails
+			// alone and the others run again in a new one.
+			err := r.fn(ctx, wc, false)
+			r.err, r.ok = err, err == nil
+			lost = err != nil
+			continue
+		}
 		if err := wc.exec(ctx, "SAVEPOINT g"); err != nil {
 			r.err, lost = err, true
 			continue
@@ -583,15 +607,16 @@ func (st *Store) rollbackW(wc *wconn) bool {
 // write runs fn in the Store's next group transaction, with the SQL
 // connection of the group. op names the operation in errors.
 func (st *Store) write(ctx context.Context, op string, fn func(ctx context.Context, c *sql.Conn) error) error {
-	return st.writeW(ctx, op, func(ctx context.Context, w *wconn, _ bool) error { return fn(ctx, w.c) })
+	return st.writeW(ctx, op, false, func(ctx context.Context, w *wconn, _ bool) error { return fn(ctx, w.c) })
 }
 
-// writeW is write with the prepared-statement connection and redo flag.
-func (st *Store) writeW(ctx context.Context, op string, fn func(ctx context.Context, w *wconn, redo bool) error) error {
+// writeW is write with the prepared-statement connection; undoable says
+// that fn may return errRedo.
+func (st *Store) writeW(ctx context.Context, op string, undoable bool, fn func(ctx context.Context, w *wconn, redo bool) error) error {
 	if err := st.check(ctx); err != nil {
 		return err
 	}
-	return st.wrap(ctx, op, st.submit(ctx, fn))
+	return st.wrap(ctx, op, st.submit(ctx, undoable, fn))
 }
 
 // Stats reports the Store's group commit so far: the write transactions
