@@ -20,14 +20,15 @@
 //	<prefix>:{<escaped id>}:items   list of items, oldest first, each the item's JSON bytes as given
 //	<prefix>:{<escaped id>}:meta    hash: session_id, created_at (Unix milliseconds, client clock)
 //
-// The prefix defaults to "agents:native" (DefaultKeyPrefix). The metadata
-// is written when the session's list is created and never rewritten by an
+// The prefix defaults to "agents:native" (DefaultKeyPrefix; see "Two
+// layouts in one database" for why not the Python SDK's). The metadata is
+// written when the session's list is created and never rewritten by an
 // append, as nothing of it changes (stores written by earlier versions
-// also hold an updated_at field, which is left alone). The braces are a Redis Cluster
-// hash tag: Redis hashes only the substring between the first '{' of a key
-// and the first '}' after it, so both keys of a session hash to the same
-// slot and every operation below is a single-slot, atomic step on one
-// server, in a cluster too. For that to hold for every id, the prefix may
+// also hold an updated_at field, which is left alone). The braces are a
+// Redis Cluster hash tag: Redis hashes only the substring between the
+// first '{' of a key and the first '}' after it, so both keys of a session
+// hash to the same slot and every operation below is a single-slot, atomic
+// step on one server, in a cluster too. For that to hold for every id, the prefix may
 // not contain braces (New refuses it), and the id is escaped: '%', '{', '}'
 // and ':' become %25, %7B, %7D and %3A; every other byte (NUL, quotes,
 // '*', invalid UTF-8, ...) is kept, as Redis keys are binary safe. The
