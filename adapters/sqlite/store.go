@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"runtime"
 	"strings"
@@ -83,6 +84,47 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		db.SetMaxIdleConns(max(4, runtime.GOMAXPROCS(0)))
 	}
 	st, err := newStore(ctx, db, true, memory, o, "")
+	if err != nil {
+		_ = db.Close()
+		if o.ReadOnly && readOnlyDirectory(err) && !strings.HasPrefix(path, "file:") && noWAL(path) {
+			return openImmutable(ctx, path, o)
+		}
+		return nil, err
+	}
+	return st, nil
+}
+
+// readOnlyDirectory reports SQLITE_READONLY_DIRECTORY: SQLite cannot read
+// a WAL-mode database read-only when it may not create the -shm file
+// beside it.
+func readOnlyDirectory(err error) bool {
+	var coded interface{ Code() int }
+	return errors.As(err, &coded) && coded.Code() == 1544 // SQLITE_READONLY | 6<<8
+}
+
+// noWAL reports whether no connection has the database open in WAL mode:
+// there is no -wal file, or it is empty.
+func noWAL(path string) bool {
+	fi, err := os.Stat(path + "-wal")
+	return errors.Is(err, fs.ErrNotExist) || err == nil && fi.Size() == 0
+}
+
+// openImmutable opens, with SQLite's immutable=1, a read-only database in
+// a directory this process cannot write and that no connection has open
+// (noWAL): the only way SQLite reads a WAL-mode file there. SQLite then
+// takes no lock, so a writer that opens the file later, from a process
+// allowed to write the directory, is not seen by this Store.
+func openImmutable(ctx context.Context, path string, o Options) (*Store, error) {
+	dsn, err := DSN(fileURI(path)+"?immutable=1", o)
+	if err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %q: %w", path, err)
+	}
+	db.SetMaxIdleConns(max(4, runtime.GOMAXPROCS(0)))
+	st, err := newStore(ctx, db, true, false, o, "")
 	if err != nil {
 		_ = db.Close()
 		return nil, err

@@ -476,3 +476,38 @@ func TestDemo(t *testing.T) {
 	require.Contains(t, string(text), "SIGKILL right after its append COMMITTED")
 	require.Contains(t, string(text), "history.Diagnose finds no problem")
 }
+
+// 10.3: a WAL-mode database in a directory the reader cannot write is
+// inspected (SQLite cannot create the -shm file there), and nothing is
+// created. As root the directory bits do not bind, so the binary runs as
+// nobody.
+func TestReadOnlyDirectory(t *testing.T) {
+	bin := builtBinary(t)
+	dir, err := os.MkdirTemp("", "sessionctl-rodir-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.Chmod(dir, 0o755); _ = os.RemoveAll(dir) })
+	dsn := "sqlite://" + filepath.Join(dir, "s.db")
+	seed(t, dsn, "a", `{"role":"user","content":"hi"}`, `{"type":"function_call_output","call_id":"x","output":"1"}`)
+	require.NoError(t, os.Chmod(dir, 0o555))
+	before, err := os.ReadDir(dir)
+	require.NoError(t, err)
+
+	for _, args := range [][]string{{"list", dsn}, {"inspect", dsn, "a"}, {"doctor", dsn}} {
+		cmd := exec.Command(bin, args...)
+		if os.Geteuid() == 0 {
+			require.NoError(t, os.Chmod(filepath.Dir(bin), 0o755))
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		}
+		out, err := cmd.CombinedOutput()
+		if args[0] == "doctor" {
+			require.Error(t, err, "the orphan output is an error")
+			require.Contains(t, string(out), "orphan-output")
+			continue
+		}
+		require.NoError(t, err, "%v: %s", args, out)
+		require.Contains(t, string(out), `"a"`)
+	}
+	after, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Equal(t, len(before), len(after), "nothing created in the directory")
+}
