@@ -70,7 +70,8 @@
 //	LatestItems   1  SELECT ... LIMIT n, newest first; only when corrupt rows leave it short
 //	                 does it read again, in one REPEATABLE READ snapshot, in doubling windows
 //	PopItem       1  DELETE ... RETURNING of the newest row if PostgreSQL reads it as a JSON
-//	                 object (below); else a transaction under the session row's lock
+//	                 object (below), or "empty"; after a lost race or with a corrupt newest
+//	                 row, a transaction under the session row's lock (3 or more)
 //	Clear         1  lock the session row, DELETE its items, DELETE it: one implicit transaction
 //	ReplaceItems  1  upsert (lock) + DELETE + INSERT: one implicit transaction
 //

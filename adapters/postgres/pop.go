@@ -21,10 +21,11 @@ import (
 // The common case is one statement, one round trip, in autocommit: it
 // deletes the session's newest row if PostgreSQL's JSON parser (strict
 // RFC 8259, as this module's validator is) reads it as an object within
-// the validator's depth limit, and returns it. Concurrent pops of one row
+// the validator's depth limit, and returns it, or says the session is
+// empty. Concurrent pops of one row
 // queue on its row lock; the one that finds it gone deletes nothing.
-// Everything else, an empty session, a lost race, a corrupt newest row,
-// goes to one transaction that takes the session row's lock (so no
+// Everything else, a lost race or a corrupt newest row, goes to one
+// transaction that takes the session row's lock (so no
 // append, replace or clear of this package runs beside it), reads down
 // from the newest row to the newest valid one, and deletes that one by
 // id; if a one-statement pop or Python's took that row first, it reads
@@ -35,11 +36,8 @@ func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 	}
 	if !s.st.noFastPop {
 		item, ok, err := s.popFast(ctx)
-		if err == nil && ok {
-			return item, true, nil
-		}
 		if !errors.Is(err, errTrySlow) {
-			return session.Item{}, false, s.st.wrap(ctx, "pop item", err)
+			return item, ok, s.st.wrap(ctx, "pop item", err)
 		}
 	}
 	c, err := s.st.pool.Acquire(ctx)
@@ -60,14 +58,26 @@ func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 // errTrySlow sends PopItem to its transaction.
 var errTrySlow = errors.New("pop: take the slow path")
 
-// popFast runs popObject. It returns errTrySlow when it deleted nothing,
-// or when the server refused the statement (a row that is not JSON fails
-// the cast): nothing was deleted then either.
+// popFast runs popObject. It returns ok == false and no error for an
+// empty session, and errTrySlow when it deleted nothing from a session
+// that has rows, or when the server refused the statement (a row that is
+// not JSON fails the cast): nothing was deleted then either.
 func (s *Session) popFast(ctx context.Context) (session.Item, bool, error) {
 	var d decoder
+	empty := false
 	rows, err := s.st.pool.Query(ctx, s.st.q.popObject, s.sid)
 	if err == nil {
-		err = d.scanAll(rows, 1)
+		if rows.Next() {
+			if rows.RawValues()[0] == nil {
+				empty = true
+			} else {
+				err = d.scan(rows)
+			}
+		}
+		rows.Close()
+		if err == nil {
+			err = rows.Err()
+		}
 	}
 	var pgErr *pgconn.PgError
 	switch {
@@ -75,6 +85,8 @@ func (s *Session) popFast(ctx context.Context) (session.Item, bool, error) {
 		return session.Item{}, false, errTrySlow
 	case err != nil:
 		return session.Item{}, false, err
+	case empty:
+		return session.Item{}, false, nil
 	case d.read == 0:
 		return session.Item{}, false, errTrySlow
 	case len(d.items) == 1:

@@ -103,12 +103,15 @@ func newQueries(o Options) *queries {
 	// that it never deletes a row Go would call corrupt. A row that is not
 	// JSON makes the cast fail the statement (nothing deleted); one that is
 	// other JSON deletes nothing. The test runs on the one row the CTE
-	// picked, never on other rows.
-	q.popObject = `WITH top AS (SELECT id, message_data FROM ` + m + oneSession + ` ORDER BY session_id DESC, id DESC LIMIT 1)
-	DELETE FROM ` + m + ` AS m USING top WHERE m.id = top.id
-	AND json_typeof(top.message_data::json) = 'object'
-	AND length(top.message_data) - length(translate(top.message_data, '[{', '')) <= 10000
-	RETURNING m.id, m.message_data`
+	// picked, never on other rows. An empty session gives one row of
+	// NULLs, so that it needs no second look.
+	q.popObject = `WITH top AS (SELECT id, message_data FROM ` + m + oneSession + ` ORDER BY session_id DESC, id DESC LIMIT 1),
+	del AS (DELETE FROM ` + m + ` AS m USING top WHERE m.id = top.id
+		AND json_typeof(top.message_data::json) = 'object'
+		AND length(top.message_data) - length(translate(top.message_data, '[{', '')) <= 10000
+		RETURNING m.id, m.message_data)
+	SELECT id::bigint, message_data FROM del
+	UNION ALL SELECT NULL::bigint, NULL::text WHERE NOT EXISTS (SELECT FROM top)`
 	q.restore = `INSERT INTO ` + m + ` (id, session_id, message_data) VALUES ($1::bigint, $2, $3)`
 	q.deleteID = `DELETE FROM ` + m + ` WHERE id = $1::bigint AND session_id = $2 RETURNING id, message_data`
 	q.clearMessages = `DELETE FROM ` + m + ` WHERE session_id = $1`
