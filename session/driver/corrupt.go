@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"encoding/base64"
 	"log/slog"
 )
 
@@ -19,15 +20,18 @@ type CorruptRecord struct {
 type CorruptHandler func(ctx context.Context, r CorruptRecord)
 
 // LogCorrupt returns a CorruptHandler that logs a warning on logger (or
-// slog.Default() when logger is nil) naming the session and position.
+// slog.Default() when logger is nil) naming the session and position, and
+// holding the record's bytes exactly, in base64 (raw_base64): the record
+// stays in the store, and the log says what it holds.
 func LogCorrupt(logger *slog.Logger) CorruptHandler {
 	return func(ctx context.Context, r CorruptRecord) {
 		l := logger
 		if l == nil {
 			l = slog.Default()
 		}
-		l.WarnContext(ctx, "session: skipped a corrupt stored record",
-			"session_id", r.SessionID, "position", r.Position, "bytes", len(r.Raw), "error", r.Err)
+		l.WarnContext(ctx, "session: unreadable stored record left in the store, not returned by reads",
+			"session_id", r.SessionID, "position", r.Position, "bytes", len(r.Raw),
+			"raw_base64", base64.StdEncoding.EncodeToString(r.Raw), "error", r.Err)
 	}
 }
 
