@@ -202,8 +202,8 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 	if len(items) != before {
 		verdict = fmt.Sprintf("the batch was missing: Resume appended it (%d items)", len(items)-before)
 	}
-	step("Recovery: the demo's own process, standing in for the restarted agent, loads the checkpoint from disk and calls Resume before any model call or tool",
-		"Resume reads the session tail and compares it with the digests the record holds",
+	step("Recovery: this process, standing in for the restarted agent, loads the checkpoint and calls Resume first",
+		"(before any model call or tool) Resume reads the session tail and compares it with the record's digests",
 		verdict,
 		fmt.Sprintf("checkpoint now: pending write %v", cp.Pending != nil))
 
