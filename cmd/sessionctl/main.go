@@ -73,7 +73,7 @@ func (e *env) statusLine() string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.status == "" {
-		return "nothing done yet"
+		return "stopped before it finished"
 	}
 	return e.status
 }
