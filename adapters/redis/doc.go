@@ -47,9 +47,11 @@
 //	AddItems      1  native, no TTL: RPUSHX of all the items, nothing else (concurrent callers'
 //	                 share pipelines, below); when the list does not exist yet (RPUSHX writes
 //	                 nothing and answers 0), 1 more: the append script
-//	              1  with a TTL, or in the Python layout: EVALSHA of the append script: metadata
-//	                 (native: only for a new list), RPUSH all items (4000 per RPUSH inside the
-//	                 script, below Lua's C-stack limit on unpack), PEXPIRE every key
+//	              1  native with a TTL: MULTI, RPUSHX, PEXPIRE of each key, EXEC (one round trip);
+//	                 1 more, the append script, when the list does not exist yet
+//	              1  Python layout: EVALSHA of the append script: metadata, RPUSH all items
+//	                 (4000 per RPUSH inside the script, below Lua's C-stack limit on unpack),
+//	                 PEXPIRE every key
 //	Items         1  LRANGE 0 -1
 //	LatestItems   1  LRANGE -n -1; only when corrupt records are among the newest n does the
 //	                 window double and get read again, whole (one more round trip each time)
@@ -103,7 +105,7 @@
 //
 // With Options.TTL, every write (AddItems, ReplaceItems, PopItem) sets the
 // expiry of all the session's keys together, inside the write's own
-// script, so a session's items and metadata always expire together and
+// script or MULTI/EXEC, so a session's items and metadata always expire together and
 // never part of a batch. Reads refresh the expiry only with RefreshOnRead.
 // Expiry runs on the server's clock in milliseconds. The Session
 // implements session.Expirer: TTL, ExpiresIn (PTTL of the items list) and

@@ -99,17 +99,20 @@ func TestRoundTrips(t *testing.T) {
 			ttl := newStore(t, cc.client, Options{KeyPrefix: uniquePrefix(t), TTL: time.Minute, RefreshOnRead: true})
 			require.NoError(t, plain.LoadScripts(ctx), "scripts cached on every master")
 			for _, st := range []*Store{plain, ttl} {
-				// Warm up: connections dialled, cluster slots loaded.
-				s, err := st.Session("warm")
-				require.NoError(t, err)
-				require.NoError(t, s.AddItems(ctx, conformance.Numbered("w", 2)))
-				require.NoError(t, s.ReplaceItems(ctx, conformance.Numbered("w", 2)))
-				_, _, err = s.PopItem(ctx)
-				require.NoError(t, err)
-				_, err = s.LatestItems(ctx, 1)
-				require.NoError(t, err)
-				require.NoError(t, s.Touch(ctx))
-				require.NoError(t, s.Clear(ctx))
+				// Warm up: connections dialled (for commands and pipelines, on
+				// the nodes the sessions below live on), cluster slots loaded.
+				for _, id := range []string{"warm", "rt"} {
+					s, err := st.Session(id)
+					require.NoError(t, err)
+					require.NoError(t, s.AddItems(ctx, conformance.Numbered("w", 2)))
+					require.NoError(t, s.ReplaceItems(ctx, conformance.Numbered("w", 2)))
+					_, _, err = s.PopItem(ctx)
+					require.NoError(t, err)
+					_, err = s.LatestItems(ctx, 1)
+					require.NoError(t, err)
+					require.NoError(t, s.Touch(ctx))
+					require.NoError(t, s.Clear(ctx))
+				}
 			}
 			s, err := plain.Session("rt")
 			require.NoError(t, err)
@@ -136,7 +139,8 @@ func TestRoundTrips(t *testing.T) {
 				{"append 10000 items again (one RPUSHX)", func() error {
 					return s.AddItems(ctx, conformance.Numbered("big2", 10000))
 				}, []string{"rpushx"}},
-				{"ttl append", func() error { return ts.AddItems(ctx, batch) }, []string{"evalsha"}},
+				{"ttl append to a new session", func() error { return ts.AddItems(ctx, batch) }, []string{"pipeline(multi,rpushx,pexpire,pexpire,exec)", "evalsha"}},
+				{"ttl append again", func() error { return ts.AddItems(ctx, batch) }, []string{"pipeline(multi,rpushx,pexpire,pexpire,exec)"}},
 				{"ttl latest-N with refresh", func() error { _, err := ts.LatestItems(ctx, 5); return err }, []string{"evalsha"}},
 				{"ttl items with refresh", func() error { _, err := ts.Items(ctx); return err }, []string{"evalsha"}},
 				{"ttl pop", func() error { _, _, err := ts.PopItem(ctx); return err }, []string{"lrange", "evalsha"}},

@@ -149,15 +149,15 @@ func (s *Session) report(ctx context.Context, bad []driver.CorruptRecord) {
 // is validated, and its size checked against MaxBatchBytes, before
 // anything is sent.
 //
-// In the native layout without a TTL the append is a single RPUSHX of all
-// the items: one command, so the batch lands whole and contiguous or not
-// at all, and nothing else is written (the metadata does not change once
-// the session exists). Only when the list does not exist yet (RPUSHX
-// answers 0 and writes nothing) does a second round trip run the append
-// script, which writes the metadata, then pushes. With a TTL, and in the
-// Python layout, the append is the script (EVALSHA): it writes the
-// metadata the layout needs (only when the list is new, in the native
-// layout), pushes, and sets the expiry of every key. Once sent, a command
+// In the native layout the append is a single RPUSHX of all the items:
+// one command, so the batch lands whole and contiguous or not at all, and
+// nothing else is written (the metadata does not change once the session
+// exists); with a TTL it goes in a MULTI/EXEC with a PEXPIRE of every key.
+// Only when the list does not exist yet (RPUSHX answers 0 and writes
+// nothing) does a second round trip run the append script, which writes
+// the metadata, then pushes (and sets the expiry). In the Python layout
+// the append is the script (EVALSHA): it writes the metadata Python
+// writes, pushes, and sets the expiry of every key. Once sent, a command
 // runs to completion even if ctx is cancelled meanwhile, and the error
 // reports its outcome.
 func (s *Session) AddItems(ctx context.Context, items []session.Item) error {
@@ -175,8 +175,14 @@ func (s *Session) AddItems(ctx context.Context, items []session.Item) error {
 		return err
 	}
 	wctx := context.WithoutCancel(ctx)
-	if s.st.opts.Layout == LayoutNative && s.st.ttlMS == 0 {
-		n, err := s.pushx(wctx, items, size)
+	if s.st.opts.Layout == LayoutNative {
+		var n int64
+		var err error
+		if s.st.ttlMS == 0 {
+			n, err = s.pushx(wctx, items, size)
+		} else {
+			n, err = s.pushxExpire(wctx, items)
+		}
 		if err != nil {
 			return fmt.Errorf("redis: append to session %q: %w", s.id, err)
 		}
@@ -214,6 +220,37 @@ func (s *Session) pushx(ctx context.Context, items []session.Item, size int) (in
 		s.st.push.do(ctx, s.st.client, cmd)
 	}
 	return cmd.Result()
+}
+
+// pushxExpire is pushx with a TTL: MULTI, RPUSHX of every item, PEXPIRE of
+// every key, EXEC, in one round trip (sent at most once). The server runs
+// the queued commands only on EXEC, all together, so the batch and the
+// refreshed expiries land together or not at all. It returns the list's
+// new length, 0 when the list did not exist (nothing was pushed).
+func (s *Session) pushxExpire(ctx context.Context, items []session.Item) (int64, error) {
+	args := make([]any, 2, 2+len(items))
+	args[0], args[1] = "rpushx", s.keys[0]
+	for _, it := range items {
+		args = append(args, itemArg{it})
+	}
+	push := goredis.NewIntCmd(ctx, args...)
+	push.SetFirstKeyPos(1)
+	_, err := s.st.client.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		_ = p.Process(ctx, onceInt{push})
+		for _, k := range s.keys {
+			cmd := goredis.NewBoolCmd(ctx, "pexpire", k, s.st.ttlMS)
+			cmd.SetFirstKeyPos(1)
+			_ = p.Process(ctx, cmd)
+		}
+		return nil
+	})
+	if perr := push.Err(); perr != nil {
+		return 0, perr
+	}
+	if err != nil {
+		return 0, err
+	}
+	return push.Val(), nil
 }
 
 // itemArg sends an item's bytes as a command argument. It is one pointer
