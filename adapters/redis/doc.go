@@ -83,8 +83,9 @@
 // (HSET of the metadata) first and push the items last; only the first
 // RPUSH can fail, so a batch is present wholly or not at all: a key of
 // the session clobbered with another type makes the write fail with
-// nothing written, or (the metadata of a session whose list exists, which
-// an append does not touch) is left as it is. Write commands (RPUSHX, the
+// nothing written (with a TTL, an append's MULTI/EXEC still refreshes the
+// expiry of the session's keys), or (the metadata of a session whose list
+// exists, which an append does not touch) is left as it is. Write commands (RPUSHX, the
 // scripts) are sent with go-redis's
 // NoRetry: go-redis otherwise resends a command after some network errors
 // even when the server may have run it, which would append a batch twice
