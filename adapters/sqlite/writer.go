@@ -147,6 +147,7 @@ type writerState struct {
 	busyMS   int64  // the held connection's busy_timeout before the writer set 0
 
 	groups, batches atomic.Int64 // transactions committed, requests in them
+	lastGroup       atomic.Int64 // requests in the last group transaction
 }
 
 // startWriter readies the writer.
@@ -261,12 +262,13 @@ func (st *Store) claim() []*request {
 func (st *Store) lead(mine *request) {
 	w := &st.w
 	for {
-		if mine == nil {
-			// A leader taking over a queue: the callers the last commit
-			// answered are runnable and about to queue their next write;
-			// let them, so that this group carries them too. A yield, not
-			// a timer: with nobody runnable it returns at once, and a lone
-			// writer never comes here.
+		if mine == nil || w.lastGroup.Load() > 1 {
+			// Writers are concurrent (this leader took over a queue, or
+			// the last group carried several): the callers the last
+			// commit answered are runnable and about to queue their next
+			// write; let them, so that this group carries them too. A
+			// yield, not a timer: with nobody runnable it returns at once,
+			// and a lone writer never yields.
 			runtime.Gosched()
 		}
 		st.runGroup(mine)
@@ -451,6 +453,7 @@ func (st *Store) runGroup(mine *request) {
 		return
 	}
 	reqs := st.claim()
+	st.w.lastGroup.Store(int64(len(reqs)))
 	for {
 		reqs = st.round(wc, reqs)
 		if len(reqs) == 0 {
