@@ -36,9 +36,11 @@
 //
 // Writers of one Store therefore never meet SQLite's lock (never see
 // SQLITE_BUSY). Writers of other Stores or processes on the same file are
-// waited for, by BEGIN IMMEDIATE, for up to Options.BusyTimeout; only then
-// does a write fail, with an error that wraps SQLite's BUSY and says that
-// nothing was written.
+// waited for: the writer retries BEGIN IMMEDIATE with short jittered
+// pauses (at most 8 ms apart, so that it finds the gaps between another
+// busy writer's transactions) for up to Options.BusyTimeout since each
+// write was queued; only then does that write fail, with an error that
+// wraps SQLite's BUSY, and nothing of it was written.
 //
 // # Durability: Options.Synchronous
 //
@@ -67,8 +69,10 @@
 // ErrReadOnly.
 //
 // A context that is already done makes every call fail with its error
-// before anything is written. A context that ends during a write rolls it
-// back, unless every statement already ran: then COMMIT runs anyway and
-// the caller gets its outcome, so a write the caller is told failed was
-// not half done.
+// before anything is written. A context that ends while its write waits
+// (in the queue, or for another process's lock) withdraws the write:
+// nothing is written and the call returns the context's error. Once the
+// writer has taken a write, the caller waits for its commit and gets that
+// outcome: a write the caller is told failed was not done, in whole or in
+// part.
 package sqlite

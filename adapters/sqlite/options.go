@@ -38,11 +38,13 @@ type Options struct {
 	// Both names must match ^[A-Za-z_][A-Za-z0-9_]{0,62}$; they are quoted
 	// in every statement, so a name that is an SQL keyword is fine.
 	MessagesTable string
-	// BusyTimeout bounds how long a write waits for a lock held by another
-	// connection or process; 0 means DefaultBusyTimeout. Open sets it as
-	// the connections' busy_timeout; for every Store, a write that still
-	// finds the database busy before its commit is retried with backoff
-	// until BusyTimeout has passed since the write began.
+	// BusyTimeout bounds how long a write waits for the lock another
+	// process (or another Store on the same file) holds; 0 means
+	// DefaultBusyTimeout. Writes of one Store never wait for each other's
+	// lock: they share transactions (see the package documentation). The
+	// Store's writer retries BEGIN IMMEDIATE with short jittered pauses
+	// for up to BusyTimeout since a write was queued. Open also sets it as
+	// the connections' busy_timeout, for reads.
 	BusyTimeout time.Duration
 	// OnCorrupt receives a report for every stored record that is not a
 	// JSON object (its Position is "id=<rowid>"); nil logs a slog warning.
