@@ -429,8 +429,14 @@ func TestConnectionFailuresAreOneLine(t *testing.T) {
 	require.Equal(t, 1, strings.Count(stderr.String(), "\n"), "one line, no driver log: %s", stderr.String())
 
 	plain := silentListener(t)
+	code, _, errText := sessionctl(t, "doctor", "-connect-timeout", "1s", "mongodb://"+plain+"/db")
+	require.Equal(t, 1, code)
+	require.Contains(t, errText, "no answer within 1s", "a deadline is named as such")
+	require.NotContains(t, errText, "decoding key")
+	require.Equal(t, 1, strings.Count(errText, "\n"), errText)
+
 	start := time.Now()
-	code, _, errText := sessionctl(t, "doctor", "rediss://:secret@"+plain+"/0")
+	code, _, errText = sessionctl(t, "doctor", "rediss://:secret@"+plain+"/0")
 	require.Equal(t, 1, code)
 	require.Less(t, time.Since(start), 8*time.Second, "a TLS preflight, not the driver's retries")
 	require.Contains(t, errText, "no TLS handshake")
