@@ -5,16 +5,22 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	mongodrv "go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	_ "modernc.org/sqlite"
 
+	"github.com/agentsessions/sessions/adapters"
 	"github.com/agentsessions/sessions/conformance"
 	"github.com/agentsessions/sessions/internal/testservers"
 )
@@ -23,7 +29,7 @@ func TestCheckDefaultsToEmbeddedSQLite(t *testing.T) {
 	code, out, stderr := sessionctl(t, "check")
 	require.Equal(t, 0, code, stderr+out)
 	require.Contains(t, out, "checking the embedded SQLite default")
-	require.Regexp(t, `(?m)^contract +FULL +26 passed, 0 failed, 0 skipped of 26$|(?m)^contract +FULL +\d+ passed, 0 failed, \d+ skipped of 26$`, out)
+	require.Regexp(t, `(?m)^contract +FULL +\d+ passed, 0 failed, \d+ skipped of 26$`, out)
 	require.Regexp(t, `(?m)^contract \(capabilities hidden\) +BASE +\d+ passed, 0 failed, \d+ skipped of 26`, out)
 	require.Regexp(t, `(?m)^held-write +FULL +96 passed, 0 failed, 0 skipped of 96$`, out)
 	require.Contains(t, out, "\nlevel FULL\n")
@@ -182,6 +188,112 @@ func TestCheckLeavesTheStoreAsItWas(t *testing.T) {
 		require.Contains(t, out, "\nlevel FULL\n")
 		require.Equal(t, before, redisDump(t, rdb), "the key set and every key's DUMP are as they were")
 	})
+}
+
+func TestCheckLeavesTheMongoStoreAsItWas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a whole check against the Mongo-wire server is long")
+	}
+	u, err := url.Parse(testservers.Mongo(t))
+	require.NoError(t, err)
+	db := fmt.Sprintf("check_leaves_%d", time.Now().UnixNano())
+	u.Path = "/" + db
+	dsn := u.String()
+	ctx := context.Background()
+	c, err := mongodrv.Connect(options.Client().ApplyURI(dsn))
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = c.Database(db).Drop(context.Background())
+		_ = c.Disconnect(context.Background())
+	})
+	seed(t, dsn, "user-a", `{"role":"user","content":"hello"}`, `{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"}`)
+	seed(t, dsn, "user:b {tag}", `{"role":"user","content":"é ☃"}`)
+	_, err = c.Database(db).Collection("app_other").InsertOne(ctx, bson.D{{Key: "unrelated", Value: true}})
+	require.NoError(t, err)
+	before := mongoDump(t, c.Database(db))
+
+	st, err := adapters.Open(ctx, dsn)
+	require.NoError(t, err)
+	_, removes := st.(sessionRemover)
+	require.NoError(t, st.Close())
+
+	code, out, stderr := sessionctl(t, "check", dsn)
+	after := mongoDump(t, c.Database(db))
+	if !removes {
+		// Clear keeps a MongoDB session's document (its _generation and
+		// _seq, as Python's clear_session does), leaves an empty marker in
+		// the new generation, and sweeps older generations best effort;
+		// this store offers no RemoveSession to delete the rest. So probe
+		// documents may remain, but only as traces a read never shows:
+		// every probe session they name must read empty. Users' documents
+		// and every other collection must be exactly as they were.
+		probe := `"session_id":"` + conformance.ProbePrefix
+		ids := map[string]bool{}
+		left := 0
+		for _, coll := range []string{"agent_sessions", "agent_messages"} {
+			var kept []string
+			for _, d := range after[coll] {
+				if !strings.Contains(d, probe) {
+					kept = append(kept, d)
+					continue
+				}
+				var doc struct {
+					SessionID string `json:"session_id"`
+				}
+				require.NoError(t, json.Unmarshal([]byte(d), &doc))
+				ids[doc.SessionID] = true
+				left++
+			}
+			after[coll] = kept
+		}
+		st, err := adapters.Open(ctx, dsn)
+		require.NoError(t, err)
+		for id := range ids {
+			s, err := st.Session(id)
+			require.NoError(t, err)
+			items, err := s.Items(ctx)
+			require.NoError(t, err)
+			require.Empty(t, items, "probe session %q reads empty", id)
+		}
+		require.NoError(t, st.Close())
+		t.Logf("KNOWN GAP: %d probe documents of %d emptied probe sessions remain (the mongo store has no RemoveSession)", left, len(ids))
+	}
+	require.Equal(t, before, after, "every collection, document and index as it was")
+	// The grade itself is adapters/mongo's TestConformance's business; a
+	// slow shared server may time a clause out here, and even then the
+	// check must leave nothing behind.
+	require.Contains(t, []int{0, 1}, code, stderr)
+	t.Logf("exit %d; %s", code, out[strings.LastIndex(out, "\ncontract "):])
+}
+
+// mongoDump returns every document of every collection of db, as canonical
+// extended JSON, and each collection's indexes.
+func mongoDump(t *testing.T, db *mongodrv.Database) map[string][]string {
+	t.Helper()
+	ctx := context.Background()
+	names, err := db.ListCollectionNames(ctx, bson.D{})
+	require.NoError(t, err)
+	out := map[string][]string{}
+	for _, n := range names {
+		cur, err := db.Collection(n).Find(ctx, bson.D{})
+		require.NoError(t, err)
+		var docs []string
+		for cur.Next(ctx) {
+			js, err := bson.MarshalExtJSON(cur.Current, true, false)
+			require.NoError(t, err)
+			docs = append(docs, string(js))
+		}
+		require.NoError(t, cur.Err())
+		sort.Strings(docs)
+		out[n] = docs
+		specs, err := db.Collection(n).Indexes().ListSpecifications(ctx)
+		require.NoError(t, err)
+		for _, s := range specs {
+			out[n+" indexes"] = append(out[n+" indexes"], fmt.Sprintf("%s %s unique=%v", s.Name, s.KeysDocument, s.Unique != nil && *s.Unique))
+		}
+		sort.Strings(out[n+" indexes"])
+	}
+	return out
 }
 
 // redisDump returns every key of the database with its DUMP and whether it

@@ -201,7 +201,7 @@ func Check(ctx context.Context, h Harness, cs []Clause, opts Options) []Result {
 		<-done
 		cancel()
 		r := rec.result()
-		if r.Status == StatusFail && ctx.Err() != nil {
+		if r.Status == StatusFail && ctx.Err() != nil && !strings.Contains(r.Message, "cleanup: ") {
 			// The run was interrupted: the clause's failure says nothing
 			// about the store.
 			r.Status, r.Message = StatusSkip, "interrupted: "+context.Cause(ctx).Error()
@@ -265,24 +265,42 @@ func (c *C) Tracked() []string {
 }
 
 // cleanup clears every session the clause used, with a context that
-// outlives the clause's own (cancelled or timed out as it may be).
+// outlives the clause's own (cancelled or timed out as it may be), and then
+// removes it when the harness is a Remover. A session it cannot clear
+// after three tries fails the clause: the check left data behind.
 func (c *C) cleanup() {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), time.Minute)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), 2*time.Minute)
 	defer cancel()
 	for _, id := range c.Tracked() {
-		s, err := c.h.Open(ctx, id)
-		if err != nil {
-			continue
-		}
-		if err := s.Clear(ctx); err != nil {
-			c.Logf("cleanup: clear %q: %v", id, err)
-		}
-		if r, ok := c.h.(Remover); ok {
-			if err := r.RemoveSession(ctx, id); err != nil {
-				c.Logf("cleanup: remove %q: %v", id, err)
+		var err error
+		for try := 0; try < 3; try++ {
+			if try > 0 {
+				time.Sleep(time.Duration(try) * 200 * time.Millisecond)
+			}
+			if err = c.clear(ctx, id); err == nil {
+				break
 			}
 		}
+		if err != nil {
+			c.Errorf("cleanup: the probe session %q is left behind: %v", id, err)
+		}
 	}
+}
+
+func (c *C) clear(ctx context.Context, id string) error {
+	s, err := c.h.Open(ctx, id)
+	if err != nil {
+		return fmt.Errorf("open: %w", err)
+	}
+	if err := s.Clear(ctx); err != nil {
+		return fmt.Errorf("clear: %w", err)
+	}
+	if r, ok := c.h.(Remover); ok {
+		if err := r.RemoveSession(ctx, id); err != nil {
+			return fmt.Errorf("remove: %w", err)
+		}
+	}
+	return nil
 }
 
 // Context returns the clause's context.
