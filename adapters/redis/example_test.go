@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentsessions/sessions/adapters/redis"
@@ -85,4 +86,20 @@ items left: 1
 expires within the hour: true
 keys: [example:session:{user-123}:items example:session:{user-123}:meta]
 `, string(out))
+}
+
+// ExampleMovePrefix moves a store written with the old native default
+// prefix, "agents:session", to the new one, "agents:native", which New
+// accepts. (Not run: it needs a server and the old store.)
+func ExampleMovePrefix() {
+	ctx := context.Background()
+	client := goredis.NewClient(&goredis.Options{Addr: "localhost:6379"})
+	defer client.Close()
+	moved, err := redis.MovePrefix(ctx, client, "agents:session", "")
+	fmt.Println(moved, "sessions moved")
+	if err != nil {
+		// Sessions left in place, each named: their destination exists,
+		// or a Python-layout id already wrote over one of their keys.
+		fmt.Println(err)
+	}
 }
