@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentsessions/sessions/adapters"
 	"github.com/agentsessions/sessions/history"
+	"github.com/agentsessions/sessions/internal/atomicfile"
 	"github.com/agentsessions/sessions/internal/capwrap"
 	"github.com/agentsessions/sessions/runstate"
 	"github.com/agentsessions/sessions/session"
@@ -129,7 +130,7 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := persist(cpPath, doc); err != nil {
+	if err := atomicfile.Write(cpPath, doc); err != nil {
 		return err
 	}
 	step("The checkpoint is written to disk (write, fsync, rename) and the process waits for a human",
@@ -192,7 +193,7 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 	if doc, err = cp.MarshalJSON(); err != nil {
 		return err
 	}
-	if err := persist(cpPath, doc); err != nil {
+	if err := atomicfile.Write(cpPath, doc); err != nil {
 		return err
 	}
 	if items, err = session.All(ctx, s); err != nil {
@@ -266,13 +267,8 @@ func runDemoChild(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	cp.SetStep(runstate.StepRunAgain)
-	ds := capwrap.Compose(demoDurable{Session: s, persist: func() error {
-		b, err := cp.MarshalJSON()
-		if err != nil {
-			return err
-		}
-		return persist(cpPath, b)
-	}, out: e.stdout}, demoParts(s))
+	announced := capwrap.Compose(announceCommit{Session: s, out: e.stdout}, capwrap.Of(s))
+	ds := cp.PersistBeforeAppend(announced, func(doc []byte) error { return atomicfile.Write(cpPath, doc) })
 	_, err = cp.SaveResumedTurn(ctx, ds, runstate.ResumedTurn{
 		// The resolved turn: the tool's output and the model's answer.
 		Items:      append(output, mustDemoItems(`{"type":"message","role":"assistant","content":"The report is in report.md."}`)...),
@@ -282,22 +278,18 @@ func runDemoChild(ctx context.Context, e *env, args []string) error {
 	return err
 }
 
-// demoDurable writes the checkpoint before every append and, once the
-// append committed, announces it and blocks until killed.
-type demoDurable struct {
+// announceCommit announces each committed append and then blocks until the
+// demo kills the process.
+type announceCommit struct {
 	session.Session
-	persist func() error
-	out     interface{ Write([]byte) (int, error) }
+	out interface{ Write([]byte) (int, error) }
 }
 
-func (d demoDurable) AddItems(ctx context.Context, items []session.Item) error {
-	if err := d.persist(); err != nil {
+func (a announceCommit) AddItems(ctx context.Context, items []session.Item) error {
+	if err := a.Session.AddItems(ctx, items); err != nil {
 		return err
 	}
-	if err := d.Session.AddItems(ctx, items); err != nil {
-		return err
-	}
-	fmt.Fprintln(d.out, committedLine)
+	fmt.Fprintln(a.out, committedLine)
 	select { // the demo kills us here
 	case <-ctx.Done():
 		return ctx.Err()
@@ -305,37 +297,8 @@ func (d demoDurable) AddItems(ctx context.Context, items []session.Item) error {
 		return errors.New("demo child: not killed within a minute")
 	}
 }
-func (d demoDurable) AcceptsRunContext() bool    { return capwrap.AcceptsRunContext(d.Session) }
-func (d demoDurable) IgnoreIDsForMatching() bool { return capwrap.IgnoresIDs(d.Session) }
-
-// demoParts keeps the wrapped session's reads, and drops the write
-// capabilities that would bypass AddItems.
-func demoParts(s session.Session) capwrap.Parts {
-	p := capwrap.Of(s)
-	p.Replace, p.Compaction, p.Deferrer = nil, nil, nil
-	return p
-}
-
-// persist writes b to path durably: a temporary file, fsync, rename.
-func persist(path string, b []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
+func (a announceCommit) AcceptsRunContext() bool    { return capwrap.AcceptsRunContext(a.Session) }
+func (a announceCommit) IgnoreIDsForMatching() bool { return capwrap.IgnoresIDs(a.Session) }
 
 func schemaOf(doc []byte) string {
 	var v struct {

@@ -6,11 +6,11 @@
 // that every batch is present exactly once or absent, whole, in order, with
 // every call before its output.
 //
-// The loop writes the checkpoint durably (write, fsync, rename) after every
-// change, and, through a session wrapper, just before every append: that is
-// the moment the pending write's "before" digests exist and the append has
-// not started, so a kill at any instant leaves a checkpoint the recovery can
-// reconcile.
+// The loop writes the checkpoint durably (internal/atomicfile) after every
+// change, and, through runstate's PersistBeforeAppend, just before every
+// append: that is the moment the pending write's "before" digests exist and
+// the append has not started, so a kill at any instant leaves a checkpoint
+// the recovery can reconcile.
 package crashtest
 
 import (
@@ -20,12 +20,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 
 	"github.com/agentsessions/sessions/history"
-	"github.com/agentsessions/sessions/internal/capwrap"
+	"github.com/agentsessions/sessions/internal/atomicfile"
 	"github.com/agentsessions/sessions/runstate"
 	"github.com/agentsessions/sessions/session"
 )
@@ -56,36 +55,6 @@ func batchOf(it session.Item) (int, bool) {
 	return k, err == nil
 }
 
-// Persist writes b to path durably: a temporary file, fsync, rename, and an
-// fsync of the directory.
-func Persist(path string, b []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
-
 // load returns the checkpoint at path, or a new one when there is none.
 func load(path string) (*runstate.Checkpoint, error) {
 	b, err := os.ReadFile(path)
@@ -105,28 +74,12 @@ func save(path string, cp *runstate.Checkpoint) error {
 	if err != nil {
 		return err
 	}
-	return Persist(path, b)
+	return atomicfile.Write(path, b)
 }
 
-// durable wraps s so that the checkpoint is persisted before every append.
-type durable struct {
-	session.Session
-	persist func() error
-}
-
-func (d durable) AddItems(ctx context.Context, items []session.Item) error {
-	if err := d.persist(); err != nil {
-		return err
-	}
-	return d.Session.AddItems(ctx, items)
-}
-func (d durable) AcceptsRunContext() bool    { return capwrap.AcceptsRunContext(d.Session) }
-func (d durable) IgnoreIDsForMatching() bool { return capwrap.IgnoresIDs(d.Session) }
-
-func withDurability(s session.Session, persist func() error) session.Session {
-	p := capwrap.Of(s)
-	p.Replace, p.Compaction, p.Deferrer = nil, nil, nil
-	return capwrap.Compose(durable{Session: s, persist: persist}, p)
+// durable persists the checkpoint at path before every append to s.
+func durable(s session.Session, cp *runstate.Checkpoint, path string) session.Session {
+	return cp.PersistBeforeAppend(s, func(doc []byte) error { return atomicfile.Write(path, doc) })
 }
 
 // resume loads the checkpoint, settles what it holds (a held record
@@ -139,8 +92,7 @@ func resume(ctx context.Context, s session.Session, path string) (*runstate.Chec
 	if cp.HasHeld() {
 		cp.SetStep(runstate.StepRunAgain)
 	}
-	ds := withDurability(s, func() error { return save(path, cp) })
-	if _, err := cp.Resume(ctx, ds); err != nil {
+	if _, err := cp.Resume(ctx, durable(s, cp, path)); err != nil {
 		return nil, err
 	}
 	return cp, save(path, cp)
@@ -177,7 +129,7 @@ func Child(ctx context.Context, s session.Session, path string, seed uint64, rea
 		return fmt.Errorf("resume: %w", err)
 	}
 	ready()
-	ds := withDurability(s, func() error { return save(path, cp) })
+	ds := durable(s, cp, path)
 	for ctx.Err() == nil {
 		items, err := session.Latest(ctx, s, 8)
 		if err != nil {
