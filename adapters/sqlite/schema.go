@@ -75,7 +75,7 @@ func newQueryText(o Options) *queries {
 		itemsData:     `SELECT message_data FROM ` + m + ` WHERE session_id = ?1 ORDER BY id ASC`,
 		latest:        `SELECT id, message_data FROM ` + m + ` WHERE session_id = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3`,
 		latestData:    `SELECT message_data FROM ` + m + ` WHERE session_id = ?1 ORDER BY id DESC LIMIT ?2`,
-		pop:           `DELETE FROM ` + m + ` WHERE id = (SELECT id FROM ` + m + ` WHERE session_id = ?1 ORDER BY id DESC LIMIT 1) RETURNING id, message_data`,
+		pop:           `DELETE FROM ` + m + ` WHERE id = (SELECT id FROM ` + m + ` WHERE session_id = ?1 ORDER BY id DESC LIMIT 1) RETURNING message_data`,
 		deleteID:      `DELETE FROM ` + m + ` WHERE id = ?1`,
 		clearMessages: `DELETE FROM ` + m + ` WHERE session_id = ?1`,
 		clearSession:  `DELETE FROM ` + s + ` WHERE session_id = ?1`,

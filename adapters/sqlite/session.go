@@ -264,7 +264,7 @@ func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 		}
 		found := rows.Next()
 		if found {
-			err = d.scan(rows)
+			err = rows.Scan(&d.raw)
 		}
 		if cerr := closeRows(rows); err == nil {
 			err = cerr
@@ -272,9 +272,13 @@ func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 		if err != nil || !found {
 			return err
 		}
-		if len(d.items) == 0 {
-			return errRedo // unreadable: undo the delete
+		it, derr := driver.DecodeStoredString(d.raw.String)
+		if derr != nil {
+			// Unreadable: undo the delete; the walk down reads it again,
+			// with its id, and reports it.
+			return errRedo
 		}
+		d.items = append(d.items, it)
 		item, ok = d.items[0], true
 		return nil
 	})

@@ -148,6 +148,7 @@ type writerState struct {
 
 	groups, batches atomic.Int64 // transactions committed, requests in them
 	lastGroup       atomic.Int64 // requests in the last group transaction
+	claimed         []*request   // claim's buffer, reused (guarded by wmu)
 }
 
 // startWriter readies the writer.
@@ -245,8 +246,8 @@ func (st *Store) claim() []*request {
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
 	n := min(len(w.queue), maxGroup)
-	out := make([]*request, n)
-	copy(out, w.queue[:n])
+	out := append(w.claimed[:0], w.queue[:n]...)
+	w.claimed = out[:0]
 	rest := copy(w.queue, w.queue[n:])
 	clear(w.queue[rest:])
 	w.queue = w.queue[:rest]
