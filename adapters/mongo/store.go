@@ -365,3 +365,23 @@ func (st *Store) TTLIndexError() error {
 func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 }
+
+// RemoveSession deletes every document of session id: its messages and its
+// session document. Clear keeps the session document (its counters, as
+// Python's clear_session does) and an empty marker; RemoveSession is for
+// sessions that must leave no trace, such as sessionctl check's probes.
+// Nobody may write the session meanwhile: a write between the two deletes
+// could leave messages behind a new session document.
+func (st *Store) RemoveSession(ctx context.Context, id string) error {
+	if err := driver.ValidateID(id); err != nil {
+		return err
+	}
+	filter := bson.D{{Key: fSessionID, Value: id}}
+	if _, err := st.messages.DeleteMany(ctx, filter); err != nil {
+		return fmt.Errorf("mongo: remove session: %w", err)
+	}
+	if _, err := st.sessions.DeleteMany(ctx, filter); err != nil {
+		return fmt.Errorf("mongo: remove session: %w", err)
+	}
+	return nil
+}

@@ -209,3 +209,8 @@ func (s *urlStore) AppendRaw(ctx context.Context, id string, raw []byte) error {
 	}
 	return nil
 }
+
+// RemoveSession deletes every document of session id (Store.RemoveSession).
+func (s *urlStore) RemoveSession(ctx context.Context, id string) error {
+	return s.st.RemoveSession(ctx, id)
+}
