@@ -54,6 +54,8 @@
 //	sessions_table=<name>     table of session rows; default agent_sessions
 //	messages_table=<name>     table of items; default agent_messages
 //	busy_timeout=<duration>   how long a write waits for another connection's lock; default 5s
+//	synchronous=full|normal   fsync at every commit (full, the default: a commit survives a power loss) or at
+//	                          checkpoints only (normal: a commit survives a crash of the process, not of the machine)
 //
 // redis, rediss, unix, redis+cluster, rediss+cluster, redis+sentinel,
 // rediss+sentinel:

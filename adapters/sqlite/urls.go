@@ -25,8 +25,10 @@ func init() {
 //	sqlite::memory:                  a private in-memory database
 //
 // Options: sessions_table (Options.SessionsTable, default agent_sessions),
-// messages_table (Options.MessagesTable, default agent_messages) and
-// busy_timeout (Options.BusyTimeout, default 5s). With
+// messages_table (Options.MessagesTable, default agent_messages),
+// busy_timeout (Options.BusyTimeout, default 5s) and synchronous=full|normal
+// (Options.Synchronous, default full; see the package documentation for
+// what a crash keeps with each). With
 // adapters.Options.ReadOnly the file is opened read-only (Options.ReadOnly).
 type URLOpener struct{}
 
@@ -36,7 +38,7 @@ func (URLOpener) OpenStoreURL(ctx context.Context, u *url.URL, o adapters.Option
 	if err != nil {
 		return nil, err
 	}
-	q, err := adapters.ParseQuery(u, "sessions_table", "messages_table", "busy_timeout")
+	q, err := adapters.ParseQuery(u, "sessions_table", "messages_table", "busy_timeout", "synchronous")
 	if err != nil {
 		return nil, err
 	}
@@ -49,6 +51,11 @@ func (URLOpener) OpenStoreURL(ctx context.Context, u *url.URL, o adapters.Option
 	if opts.BusyTimeout, err = q.Duration("busy_timeout"); err != nil {
 		return nil, err
 	}
+	sync, err := q.OneOf("synchronous", string(SyncFull), string(SyncNormal))
+	if err != nil {
+		return nil, err
+	}
+	opts.Synchronous = Synchronous(sync)
 	if _, err := opts.withDefaults(); err != nil {
 		return nil, fmt.Errorf("%w: %w", adapters.ErrInvalidDSN, err)
 	}

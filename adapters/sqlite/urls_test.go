@@ -160,3 +160,14 @@ func tables(t *testing.T, path string) []string {
 	require.NoError(t, rows.Err())
 	return names
 }
+
+func TestURLSynchronous(t *testing.T) {
+	ctx := context.Background()
+	for _, v := range []string{"full", "normal"} {
+		st, err := adapters.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "s.db")+"?synchronous="+v)
+		require.NoError(t, err, v)
+		require.NoError(t, st.Close())
+	}
+	_, err := adapters.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "s.db")+"?synchronous=off")
+	require.ErrorIs(t, err, adapters.ErrInvalidDSN, "off would lose commits: not offered")
+}
