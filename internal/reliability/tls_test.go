@@ -34,7 +34,7 @@ func roundTrip(t *testing.T, dsn string) {
 }
 
 // refused opens dsn, expects a failure, and returns it with how long it took.
-func refused(t *testing.T, dsn string) (error, time.Duration) {
+func refused(t *testing.T, dsn string) (time.Duration, error) {
 	t.Helper()
 	began := time.Now()
 	st, err := adapters.Open(context.Background(), dsn)
@@ -42,7 +42,7 @@ func refused(t *testing.T, dsn string) (error, time.Duration) {
 		_ = st.Close()
 		t.Fatalf("%s opened", dsn)
 	}
-	return err, time.Since(began)
+	return time.Since(began), err
 }
 
 // TestRedisTLS: rediss:// to a loopback redis-server whose certificate a
@@ -52,7 +52,7 @@ func TestRedisTLS(t *testing.T) {
 	srv := testservers.NewRedisTLSServer(t)
 	base := srv.TLSURL()
 
-	err, took := refused(t, base)
+	took, err := refused(t, base)
 	var unknown x509.UnknownAuthorityError
 	require.True(t, errors.As(err, &unknown), "an unknown CA is a certificate error: %v", err)
 	require.Contains(t, err.Error(), "tls_ca_file", "the error says what to do")
@@ -62,14 +62,14 @@ func TestRedisTLS(t *testing.T) {
 	roundTrip(t, base+"?skip_verify=true")
 
 	other := testservers.NewTLSFiles(t)
-	err, _ = refused(t, base+"?tls_ca_file="+url.QueryEscape(other.CA))
+	_, err = refused(t, base+"?tls_ca_file="+url.QueryEscape(other.CA))
 	require.True(t, errors.As(err, &unknown), "another CA does not vouch for the server: %v", err)
 
 	_, err = adapters.Open(context.Background(), base+"?tls_ca_file=/nonexistent/ca.pem")
 	require.ErrorIs(t, err, adapters.ErrInvalidDSN)
 
 	// rediss:// to the plain port: a TLS hint, not a long wait.
-	err, took = refused(t, strings.Replace(srv.URL(), "redis://", "rediss://", 1))
+	took, err = refused(t, strings.Replace(srv.URL(), "redis://", "rediss://", 1))
 	require.Contains(t, err.Error(), "use redis://", "%v", err)
 	t.Logf("TLS to a plain server refused in %v: %v", took, err)
 }
