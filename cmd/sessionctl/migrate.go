@@ -64,6 +64,7 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 		e.setStatus("%d of %d sessions done (%d copied, %d already present, %d failed); each session is copied whole or not at all: run migrate again to resume",
 			i, len(list), rep.Copied, rep.AlreadyPresent, len(rep.Failures))
 		res, err := migrateOne(ctx, src, dst, id, *overwrite)
+		bad := corrupt.Reports(id)
 		switch {
 		case err != nil && ctx.Err() != nil:
 			p.done()
@@ -71,12 +72,18 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 		case err != nil:
 			rep.Failures = append(rep.Failures, migrateFailure{id, err.Error()})
 			p.logf("session %s: %s", quoteID(id), oneLine(err.Error()))
+		case len(bad) > 0:
+			// The readable items were copied, but the session is not whole
+			// in the destination: it fails, this run and every rerun, until
+			// the source is repaired, and is never "already present".
+			msg := fmt.Sprintf("%s not copied (left in the source; sessionctl repair quarantines them)", plural(len(bad), "unreadable record", "unreadable records"))
+			rep.Failures = append(rep.Failures, migrateFailure{id, msg})
 		case res == "skipped":
 			rep.AlreadyPresent++
 		default:
 			rep.Copied++
 		}
-		if bad := corrupt.Reports(id); len(bad) > 0 {
+		if len(bad) > 0 {
 			rep.Unreadable = append(rep.Unreadable, toCorruptJSONs(bad)...)
 			for _, r := range bad {
 				p.logf("session %s: unreadable record at %s (%d bytes) left in the source, not copied: %s", quoteID(id), sanitize(r.Position), len(r.Raw), quoteRaw(r.Raw, 120))

@@ -26,7 +26,10 @@ func copyFile(t *testing.T, src string) string {
 // TestMigratePythonSQLiteThroughRedisAndBack moves a SQLiteSession file
 // that Python's sqlite3 and json modules wrote to Redis (native layout and
 // the Python SDK's RedisSession layout) and back into a new Python-layout
-// file, and compares every item byte for byte.
+// file, and compares every item byte for byte. The file holds one
+// deliberately truncated record in conversation-1: migrate copies that
+// session's readable items, names the record, and fails the session (exit
+// 1), on every run, until the source is repaired.
 func TestMigratePythonSQLiteThroughRedisAndBack(t *testing.T) {
 	src := "sqlite://" + copyFile(t, filepath.Join("..", "..", "adapters", "sqlite", "testdata", "python", "session.db"))
 	redisURL := testservers.Redis(t)
@@ -38,8 +41,9 @@ func TestMigratePythonSQLiteThroughRedisAndBack(t *testing.T) {
 			back := sqliteURL(t, "back.db")
 
 			code, out, stderr := sessionctl(t, "migrate", "--from", src, "--to", mid)
-			require.Equal(t, 0, code, stderr)
-			require.Contains(t, out, "3 sessions: 3 copied, 0 already present, 0 failed")
+			require.Equal(t, 1, code, stderr)
+			require.Contains(t, out, "3 sessions: 2 copied, 0 already present, 1 failed")
+			require.Contains(t, stderr, `session "conversation-1": unreadable record`, "the record is named")
 
 			code, out, stderr = sessionctl(t, "migrate", "--from", mid, "--to", back)
 			require.Equal(t, 0, code, stderr)
@@ -56,8 +60,8 @@ func TestMigratePythonSQLiteThroughRedisAndBack(t *testing.T) {
 			require.True(t, bytes.Contains([]byte(first), []byte(`\u`)) || bytes.Contains([]byte(first), []byte(`": "`)), first)
 
 			code, out, _ = sessionctl(t, "migrate", "--from", src, "--to", mid)
-			require.Equal(t, 0, code)
-			require.Contains(t, out, "0 copied, 3 already present", "a second run finds everything in place")
+			require.Equal(t, 1, code)
+			require.Contains(t, out, "0 copied, 2 already present, 1 failed", "a second run finds the whole sessions in place, and does not call the incomplete one present")
 		})
 	}
 }
