@@ -79,7 +79,7 @@ func (cp *Checkpoint) park(s session.Session, items []session.Item, policy *Poli
 	}
 	rec := &PendingWrite{
 		SessionID:             sid,
-		Items:                 cloneItems(merged),
+		Items:                 slices.Clone(merged),
 		PersistedCount:        cp.PersistedCount + len(converted),
 		Held:                  true,
 		ResponseID:            optFromPtr(responseID),

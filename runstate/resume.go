@@ -140,7 +140,7 @@ func (cp *Checkpoint) appendOrdinary(ctx context.Context, s session.Session) (bo
 		appendIt = unchanged
 	}
 	if appendIt {
-		if err := session.Append(ctx, s, cloneItems(w.Items)); err != nil {
+		if err := session.Append(ctx, s, w.Items); err != nil {
 			return false, fmt.Errorf("runstate: append pending write: %w", err)
 		}
 	}

@@ -98,7 +98,8 @@ func (cp *Checkpoint) Save(ctx context.Context, s session.Session, args SaveArgs
 	if conversation {
 		toSave = mapItems(toSave, sanitize)
 	}
-	remaining, err := digestCounts(toSave, ignoreIDs)
+	dg := newDigester(ignoreIDs)
+	remaining, err := dg.counts(toSave)
 	if err != nil {
 		return SaveResult{}, err
 	}
@@ -107,9 +108,9 @@ func (cp *Checkpoint) Save(ctx context.Context, s session.Session, args SaveArgs
 		if conversation {
 			list = mapItems(list, sanitize)
 		}
-		ds, err := history.Digests(list, ignoreIDs)
+		ds, err := dg.digests(list)
 		if err != nil {
-			return SaveResult{}, fmt.Errorf("runstate: digest: %w", err)
+			return SaveResult{}, err
 		}
 		for _, d := range ds {
 			if remaining[d] > 0 {
@@ -133,13 +134,13 @@ func (cp *Checkpoint) Save(ctx context.Context, s session.Session, args SaveArgs
 		}
 		cp.Pending = &PendingWrite{
 			SessionID:      s.SessionID(),
-			Items:          cloneItems(toSave),
+			Items:          slices.Clone(toSave),
 			PersistedCount: cp.PersistedCount + count,
 		}
 		if err := cp.settleOrdinary(ctx, s); err != nil {
 			return SaveResult{}, err
 		}
-	} else if err := session.Append(ctx, s, cloneItems(toSave)); err != nil {
+	} else if err := session.Append(ctx, s, toSave); err != nil {
 		return SaveResult{}, fmt.Errorf("runstate: save: %w", err)
 	}
 	if args.Slice {
@@ -192,30 +193,10 @@ func hasLocalOutputs(items []session.Item) bool {
 	return slices.ContainsFunc(items, history.IsOutput)
 }
 
-func digestCounts(items []session.Item, ignoreIDs bool) (map[string]int, error) {
-	ds, err := history.Digests(items, ignoreIDs)
-	if err != nil {
-		return nil, fmt.Errorf("runstate: digest: %w", err)
-	}
-	m := make(map[string]int, len(ds))
-	for _, d := range ds {
-		m[d]++
-	}
-	return m, nil
-}
-
 func mapItems(items []session.Item, f func(session.Item) session.Item) []session.Item {
 	out := make([]session.Item, len(items))
 	for i, it := range items {
 		out[i] = f(it)
-	}
-	return out
-}
-
-func cloneItems(items []session.Item) []session.Item {
-	out := make([]session.Item, len(items))
-	for i, it := range items {
-		out[i] = it.Clone()
 	}
 	return out
 }
