@@ -342,18 +342,20 @@ func (s *Session) clear(ctx context.Context, w *wconn) error {
 }
 
 // ReplaceItems atomically replaces the history with items: one transaction
-// deletes every row of the session and inserts items. Replacing with no
-// items is Clear.
+// deletes every message row of the session and inserts items. The session
+// row stays, so its created_at is kept (updated_at moves to now), as
+// repair and compaction replace a conversation, not start a new one.
+// Replacing with no items is Clear.
 func (s *Session) ReplaceItems(ctx context.Context, items []session.Item) error {
 	if err := driver.ValidateBatch(items); err != nil {
 		return err
 	}
 	return s.st.writeW(ctx, "replace items", false, func(ctx context.Context, w *wconn, _ bool) error {
-		if err := s.clear(ctx, w); err != nil {
-			return err
-		}
 		if len(items) == 0 {
-			return nil
+			return s.clear(ctx, w)
+		}
+		if err := w.exec(ctx, s.st.q.clearMessages, s.id); err != nil {
+			return err
 		}
 		return s.insert(ctx, w, items)
 	})
