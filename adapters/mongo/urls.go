@@ -7,9 +7,11 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	mongodrv "go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
 
 	"github.com/agentsessions/sessions/adapters"
@@ -213,4 +215,45 @@ func (s *urlStore) AppendRaw(ctx context.Context, id string, raw []byte) error {
 // RemoveSession deletes every document of session id (Store.RemoveSession).
 func (s *urlStore) RemoveSession(ctx context.Context, id string) error {
 	return s.st.RemoveSession(ctx, id)
+}
+
+// SessionTimes returns the session document's created_at and updated_at.
+func (s *urlStore) SessionTimes(ctx context.Context, id string) (adapters.SessionTimes, bool, error) {
+	var t adapters.SessionTimes
+	if _, err := s.st.Session(id); err != nil {
+		return t, false, err
+	}
+	var doc struct {
+		Created time.Time `bson:"created_at"`
+		Updated time.Time `bson:"updated_at"`
+	}
+	err := s.st.sessions.FindOne(ctx, bson.D{{Key: fSessionID, Value: id}}).Decode(&doc)
+	if errors.Is(err, mongodrv.ErrNoDocuments) {
+		return t, false, nil
+	}
+	if err != nil {
+		return t, false, fmt.Errorf("mongo: session times: %w", err)
+	}
+	return adapters.SessionTimes{Created: doc.Created, Updated: doc.Updated}, true, nil
+}
+
+// SetSessionTimes sets the session document's non-zero times.
+func (s *urlStore) SetSessionTimes(ctx context.Context, id string, t adapters.SessionTimes) error {
+	if _, err := s.st.Session(id); err != nil {
+		return err
+	}
+	set := bson.D{}
+	if !t.Created.IsZero() {
+		set = append(set, bson.E{Key: fCreatedAt, Value: t.Created.UTC()})
+	}
+	if !t.Updated.IsZero() {
+		set = append(set, bson.E{Key: fUpdatedAt, Value: t.Updated.UTC()})
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	if _, err := s.st.sessions.UpdateOne(ctx, bson.D{{Key: fSessionID, Value: id}}, bson.D{{Key: "$set", Value: set}}); err != nil {
+		return fmt.Errorf("mongo: set session times: %w", err)
+	}
+	return nil
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentsessions/sessions/adapters"
@@ -87,4 +89,46 @@ func (s *urlStore) ListSessions(ctx context.Context) ([]string, error) {
 // AppendRaw stores raw, unvalidated, as the next row of session id.
 func (s *urlStore) AppendRaw(ctx context.Context, id string, raw []byte) error {
 	return s.st.AppendRaw(ctx, id, raw)
+}
+
+// SessionTimes returns the session row's created_at and updated_at.
+func (s *urlStore) SessionTimes(ctx context.Context, id string) (adapters.SessionTimes, bool, error) {
+	var t adapters.SessionTimes
+	h, err := s.st.Session(id)
+	if err != nil {
+		return t, false, err
+	}
+	err = s.st.pool.QueryRow(ctx, `SELECT created_at, updated_at FROM `+s.st.q.sessions+` WHERE session_id = $1`, h.sid).Scan(&t.Created, &t.Updated)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return adapters.SessionTimes{}, false, nil
+	}
+	if err != nil {
+		return adapters.SessionTimes{}, false, fmt.Errorf("postgres: session times: %w", err)
+	}
+	return t, true, nil
+}
+
+// SetSessionTimes sets the session row's non-zero times.
+func (s *urlStore) SetSessionTimes(ctx context.Context, id string, t adapters.SessionTimes) error {
+	h, err := s.st.Session(id)
+	if err != nil {
+		return err
+	}
+	_, err = s.st.pool.Exec(ctx, `UPDATE `+s.st.q.sessions+` SET
+		created_at = COALESCE($2, created_at), updated_at = COALESCE($3, updated_at) WHERE session_id = $1`,
+		h.sid, nullTime(t.Created), nullTime(t.Updated))
+	if err != nil {
+		return fmt.Errorf("postgres: set session times: %w", err)
+	}
+	return nil
+}
+
+// nullTime is nil for the zero time (the column keeps its value), else t
+// in UTC without its zone, as TIMESTAMP WITHOUT TIME ZONE holds it.
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return time.Date(u.Year(), u.Month(), u.Day(), u.Hour(), u.Minute(), u.Second(), u.Nanosecond(), time.UTC)
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -189,4 +190,78 @@ func (st *Store) itemsKeyID(key string) (string, bool) {
 // globEscape escapes the characters SCAN's MATCH gives a meaning to.
 func globEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`, `]`, `\]`).Replace(s)
+}
+
+// SessionTimes returns the metadata hash's created_at, and updated_at where
+// the layout keeps it (the Python layout; the native one stamps created_at
+// only). Native times are Unix milliseconds, Python's Unix seconds.
+func (s *urlStore) SessionTimes(ctx context.Context, id string) (adapters.SessionTimes, bool, error) {
+	var t adapters.SessionTimes
+	h, err := s.st.Session(id)
+	if err != nil {
+		return t, false, err
+	}
+	vals, err := s.st.client.HMGet(ctx, h.keys[1], "created_at", "updated_at").Result()
+	if err != nil {
+		return t, false, fmt.Errorf("redis: session times: %w", err)
+	}
+	if vals[0] == nil && vals[1] == nil {
+		return t, false, nil
+	}
+	t.Created, t.Updated = s.st.parseStamp(vals[0]), s.st.parseStamp(vals[1])
+	return t, true, nil
+}
+
+// SetSessionTimes sets the metadata hash's non-zero times, on a session
+// that exists (its items list does).
+func (s *urlStore) SetSessionTimes(ctx context.Context, id string, t adapters.SessionTimes) error {
+	h, err := s.st.Session(id)
+	if err != nil {
+		return err
+	}
+	var fields []any
+	if !t.Created.IsZero() {
+		fields = append(fields, "created_at", s.st.formatStamp(t.Created))
+	}
+	if !t.Updated.IsZero() && s.st.opts.Layout == LayoutPython {
+		fields = append(fields, "updated_at", s.st.formatStamp(t.Updated))
+	}
+	if len(fields) == 0 {
+		return nil
+	}
+	if n, err := s.st.client.Exists(ctx, h.keys[0]).Result(); err != nil || n == 0 {
+		if err == nil {
+			err = errors.New("no such session")
+		}
+		return fmt.Errorf("redis: set session times: %w", err)
+	}
+	if err := s.st.client.HSet(ctx, h.keys[1], fields...).Err(); err != nil {
+		return fmt.Errorf("redis: set session times: %w", err)
+	}
+	return nil
+}
+
+// formatStamp writes t as the layout stamps times.
+func (st *Store) formatStamp(t time.Time) string {
+	if st.opts.Layout == LayoutPython {
+		return strconv.FormatInt(t.Unix(), 10)
+	}
+	return strconv.FormatInt(t.UnixMilli(), 10)
+}
+
+// parseStamp reads a stamp of the layout, the zero time when absent or not
+// a number (Python writes floats too).
+func (st *Store) parseStamp(v any) time.Time {
+	s, ok := v.(string)
+	if !ok {
+		return time.Time{}
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	if st.opts.Layout == LayoutPython {
+		return time.Unix(0, int64(f*1e9))
+	}
+	return time.UnixMilli(int64(f))
 }

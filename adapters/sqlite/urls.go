@@ -3,9 +3,11 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/agentsessions/sessions/adapters"
 )
@@ -132,5 +134,41 @@ func (s *urlStore) AppendRaw(ctx context.Context, id string, raw []byte) error {
 		}
 		_, err := c.ExecContext(ctx, s.st.q.insertSQL(1), id, string(raw))
 		return err
+	})
+}
+
+// sqliteTime is how CURRENT_TIMESTAMP writes a time: UTC, to the second.
+const sqliteTime = "2006-01-02 15:04:05"
+
+// SessionTimes returns the session row's created_at and updated_at.
+func (s *urlStore) SessionTimes(ctx context.Context, id string) (adapters.SessionTimes, bool, error) {
+	var t adapters.SessionTimes
+	if err := s.st.check(ctx); err != nil {
+		return t, false, err
+	}
+	var created, updated sql.NullTime
+	err := s.st.db.QueryRowContext(ctx, `SELECT created_at, updated_at FROM `+quote(s.st.q.sessions)+` WHERE session_id = ?`, id).Scan(&created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return t, false, nil
+	}
+	if err != nil {
+		return t, false, s.st.wrap(ctx, "session times", err)
+	}
+	t.Created, t.Updated = created.Time, updated.Time
+	return t, true, nil
+}
+
+// SetSessionTimes sets the session row's non-zero times.
+func (s *urlStore) SetSessionTimes(ctx context.Context, id string, t adapters.SessionTimes) error {
+	return s.st.write(ctx, "set session times", func(ctx context.Context, c *sql.Conn) error {
+		for col, v := range map[string]time.Time{"created_at": t.Created, "updated_at": t.Updated} {
+			if v.IsZero() {
+				continue
+			}
+			if _, err := c.ExecContext(ctx, `UPDATE `+quote(s.st.q.sessions)+` SET `+col+` = ? WHERE session_id = ?`, v.UTC().Format(sqliteTime), id); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }

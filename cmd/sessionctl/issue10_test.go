@@ -299,12 +299,17 @@ func TestListAndJSON(t *testing.T) {
 	appendRaw(t, dsn, "b", []byte("{broken"))
 	code, out, stderr := sessionctl(t, "list", dsn)
 	require.Equal(t, 0, code, stderr)
-	require.Regexp(t, `(?m)^"a" +2 +68 +$`, out)
+	require.Regexp(t, `(?m)^"a" +2 +68 +\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`, out, "with the session's updated_at")
 	require.Contains(t, out, "1 unreadable record (run doctor)")
 	code, out, _ = sessionctl(t, "list", "-json", dsn)
 	require.Equal(t, 0, code)
 	var rep listReport
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	for i := range rep.Sessions {
+		_, err := time.Parse(time.RFC3339, rep.Sessions[i].UpdatedAt)
+		require.NoError(t, err, "updated_at of %s", rep.Sessions[i].SessionID)
+		rep.Sessions[i].UpdatedAt = ""
+	}
 	require.Equal(t, []listSession{{SessionID: "a", Items: 2, Bytes: 68}, {SessionID: "b", Items: 1, Bytes: 29, CorruptRecords: 1}}, rep.Sessions)
 
 	for _, args := range [][]string{{"doctor", dsn}, {"migrate", "--from", dsn, "--to", sqliteURL(t, "t.db")}, {"bench", "-n", "3", "-history", "10", "memory://"}, {"repair", dsn, "b"}} {

@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
 
+	"github.com/agentsessions/sessions/adapters"
 	"github.com/agentsessions/sessions/session"
 )
 
@@ -11,9 +14,9 @@ func init() {
 	commands["list"] = command{"list the sessions of a store with item counts and sizes (read-only)", runList}
 }
 
-// listSession is one session in list's -json output. UpdatedAt is absent:
-// no backend's URL store exposes a session's timestamps (see
-// docs/sessionctl.md).
+// listSession is one session in list's -json output. UpdatedAt (RFC 3339,
+// UTC) is absent where the store keeps no such time (memory, and the Redis
+// native layout, which stamps created_at only).
 type listSession struct {
 	SessionID      string `json:"session_id"`
 	Items          int    `json:"items"`
@@ -80,6 +83,11 @@ func runList(ctx context.Context, e *env, args []string) error {
 			ls.Bytes += len(it.Bytes())
 		}
 		ls.CorruptRecords = len(corrupt.Reports(id))
+		if ts, ok := st.(adapters.Timestamps); ok {
+			if t, found, err := ts.SessionTimes(ctx, id); err == nil && found && !t.Updated.IsZero() {
+				ls.UpdatedAt = t.Updated.UTC().Format(time.RFC3339)
+			}
+		}
 		rep.Sessions = append(rep.Sessions, ls)
 		p.step(i + 1)
 	}
@@ -89,7 +97,7 @@ func runList(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	} else {
-		fmt.Fprintf(e.stdout, "%-40s %8s %10s  %s\n", "SESSION", "ITEMS", "BYTES", "NOTES")
+		fmt.Fprintf(e.stdout, "%-40s %8s %10s  %-20s  %s\n", "SESSION", "ITEMS", "BYTES", "UPDATED", "NOTES")
 		for _, ls := range rep.Sessions {
 			note := ""
 			if ls.CorruptRecords > 0 {
@@ -98,9 +106,14 @@ func runList(ctx context.Context, e *env, args []string) error {
 			if ls.Error != "" {
 				note = "cannot read: " + oneLine(ls.Error)
 			}
-			fmt.Fprintf(e.stdout, "%-40s %8d %10d  %s\n", quoteID(truncate(ls.SessionID, 38)), ls.Items, ls.Bytes, note)
+			updated := ls.UpdatedAt
+			if updated == "" {
+				updated = "-"
+			}
+			line := fmt.Sprintf("%-40s %8d %10d  %-20s  %s", quoteID(truncate(ls.SessionID, 38)), ls.Items, ls.Bytes, updated, note)
+			fmt.Fprintln(e.stdout, strings.TrimRight(line, " "))
 		}
-		fmt.Fprintf(e.stdout, "%s (last update: not exposed by the store's adapter)\n", plural(len(rep.Sessions), "session", "sessions"))
+		fmt.Fprintf(e.stdout, "%s\n", plural(len(rep.Sessions), "session", "sessions"))
 	}
 	if failed > 0 {
 		return errFailed

@@ -141,7 +141,7 @@ func migrateOne(ctx context.Context, src, dst adapters.Store, id string, overwri
 		return "", fmt.Errorf("read destination: %w", err)
 	}
 	if sameItems(items, have) {
-		return "skipped", nil
+		return "skipped", copyTimes(ctx, src, dst, id)
 	}
 	if len(have) > 0 && !overwrite {
 		return "", fmt.Errorf("the destination holds %s that differ from the source; use --overwrite to replace them", plural(len(have), "item", "items"))
@@ -149,5 +149,25 @@ func migrateOne(ctx context.Context, src, dst adapters.Store, id string, overwri
 	if err := session.Replace(ctx, d, items); err != nil {
 		return "", fmt.Errorf("write: %w", err)
 	}
-	return "copied", nil
+	return "copied", copyTimes(ctx, src, dst, id)
+}
+
+// copyTimes gives the destination's copy of session id the source's
+// created_at and updated_at, where both stores keep them (a copy is the
+// same conversation, not a new one). A rerun sets them again, so a session
+// copied before an interruption gets them too.
+func copyTimes(ctx context.Context, src, dst adapters.Store, id string) error {
+	from, ok1 := src.(adapters.Timestamps)
+	to, ok2 := dst.(adapters.Timestamps)
+	if !ok1 || !ok2 {
+		return nil
+	}
+	t, ok, err := from.SessionTimes(ctx, id)
+	if err != nil || !ok {
+		return err
+	}
+	if err := to.SetSessionTimes(ctx, id, t); err != nil {
+		return fmt.Errorf("copy created_at/updated_at: %w", err)
+	}
+	return nil
 }

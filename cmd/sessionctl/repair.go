@@ -12,6 +12,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/agentsessions/sessions/adapters"
 	"github.com/agentsessions/sessions/history"
 	"github.com/agentsessions/sessions/session"
 	"github.com/agentsessions/sessions/session/driver"
@@ -202,8 +203,16 @@ func runRepair(ctx context.Context, e *env, args []string) error {
 	if !sameItems(items, again) || !sameRaw(bad, corrupt.Reports(id)) {
 		return fmt.Errorf("session %s changed while repairing: it is unchanged; the quarantine %s holds copies of what was read (repair id %s); run repair again when no agent writes to it", quoteID(id), quoteID(*qid), rid)
 	}
+	created := sessionCreated(ctx, st, id)
 	if err := session.Replace(ctx, s, fixed); err != nil {
 		return fmt.Errorf("replace: %w (the quarantine %s holds copies, repair id %s; run repair -apply again)", err, quoteID(*qid), rid)
+	}
+	if !created.IsZero() {
+		// A repaired conversation is the same conversation: it keeps when it
+		// began; its updated_at is the repair's.
+		if err := st.(adapters.Timestamps).SetSessionTimes(ctx, id, adapters.SessionTimes{Created: created}); err != nil {
+			return fmt.Errorf("repaired, but keeping created_at failed: %w", err)
+		}
 	}
 	e.setStatus("done")
 	rep.Applied = true
@@ -270,6 +279,20 @@ func plan(items []session.Item, dropUnanswered bool) ([]session.Item, []removal)
 // repairID is a digest of what repair read: the session id, every item
 // and every unreadable record, in order. Two runs over an unchanged
 // session share it.
+// sessionCreated returns session id's created_at where the store keeps it,
+// the zero time otherwise.
+func sessionCreated(ctx context.Context, st adapters.Store, id string) time.Time {
+	ts, ok := st.(adapters.Timestamps)
+	if !ok {
+		return time.Time{}
+	}
+	t, ok, err := ts.SessionTimes(ctx, id)
+	if err != nil || !ok {
+		return time.Time{}
+	}
+	return t.Created
+}
+
 func repairID(id string, items []session.Item, bad []driver.CorruptRecord) string {
 	h := sha256.New()
 	put := func(b []byte) {
