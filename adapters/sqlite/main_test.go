@@ -1,8 +1,11 @@
 package sqlite
 
 import (
+	"fmt"
 	"os"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
 // TestMain removes the benchmarks' fixture files once every test and
@@ -10,5 +13,11 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	removeFixtures()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goroutines leaked by the tests: %v\n", err)
+			code = 1
+		}
+	}
 	os.Exit(code)
 }

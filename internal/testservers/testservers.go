@@ -31,6 +31,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
 // Environment variables read by this package.
@@ -83,7 +85,17 @@ func Main(m *testing.M) {
 	}()
 	code := m.Run()
 	signal.Stop(sig)
+	close(sig)
 	stopAll()
+	if code == 0 {
+		// Every test has ended and every store it opened must be closed by
+		// now: a goroutine still running is a leak (a pool, a reaper, a
+		// writer a Close forgot).
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "testservers: goroutines leaked by the tests: %v\n", err)
+			code = 1
+		}
+	}
 	os.Exit(code)
 }
 
