@@ -26,4 +26,11 @@
 //   - Session ids are opaque strings; the empty id is invalid.
 //   - A corrupt stored record never hides valid items, is never the reason
 //     another item is deleted, and is reported through a CorruptHandler.
+//
+// Two packages stand beside this one: session/driver holds what an adapter
+// author needs (decoding stored bytes, batch and id checks, corrupt-record
+// reports, the raw-write hook), and history holds the Responses-API rules a
+// caller applies to what it reads (the call/output pairing, the model-input
+// window of ModelInput, diagnosis and repair, the Python SDK's digests).
+// docs/semantics.md, cited as "semantics §N", says why each rule is so.
 package session
