@@ -15,6 +15,9 @@
 //	session.bytes.read           counter, bytes
 //	session.corrupt_records      counter, records (through CorruptHandler)
 //
+// RunStateEvents, installed with runstate.WithObserver, adds a pending
+// write's settles, recoveries and held batches to the current span as events.
+//
 // The wrapper keeps the wrapped session's capabilities exactly: a wrapper
 // that hid LatestReader would turn O(limit) reads into full reads, and one
 // that added it would claim what the backend cannot do.

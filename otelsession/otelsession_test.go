@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentsessions/sessions/adapters/memory"
 	"github.com/agentsessions/sessions/otelsession"
+	"github.com/agentsessions/sessions/runstate"
 	"github.com/agentsessions/sessions/session"
 	"github.com/agentsessions/sessions/session/driver"
 )
@@ -208,4 +209,31 @@ func TestGlobalProviderSetLater(t *testing.T) {
 	require.Len(t, tm.spans.Ended(), 1, "only the call after the providers were set is traced")
 	sums, _ := tm.sums(t)
 	require.Contains(t, sums, "session.items.read")
+}
+
+func TestRunStateEvents(t *testing.T) {
+	tm := newTelemetry(false)
+	ctx, span := tm.opts.TracerProvider.Tracer("test").Start(context.Background(), "resume")
+	ctx = runstate.WithObserver(ctx, otelsession.RunStateEvents)
+	inner, err := memory.NewSession("s")
+	require.NoError(t, err)
+	s := otelsession.Wrap(inner, tm.opts)
+	items, err := session.Items(`{"type":"function_call","call_id":"c","name":"f","arguments":"{}"}`, `{"type":"function_call_output","call_id":"c","output":"ok"}`)
+	require.NoError(t, err)
+	cp := runstate.New()
+	cp.SetStep(runstate.StepInterruption)
+	require.NoError(t, cp.Park(s, items, runstate.ParkOptions{}))
+	cp.SetStep(runstate.StepRunAgain)
+	_, err = cp.Resume(ctx, s)
+	require.NoError(t, err)
+	span.End()
+	var names []string
+	for _, sp := range tm.spans.Ended() {
+		if sp.Name() == "resume" {
+			for _, ev := range sp.Events() {
+				names = append(names, ev.Name)
+			}
+		}
+	}
+	require.Equal(t, []string{"runstate.appended", "runstate.held-settled"}, names)
 }

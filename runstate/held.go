@@ -257,7 +257,10 @@ func (cp *Checkpoint) DiscardHeldAfter(ctx context.Context, exit func(context.Co
 	if err := exit(ctx); err != nil {
 		return err
 	}
-	cp.DiscardHeld()
+	if w := cp.Pending; w != nil && w.Held {
+		cp.DiscardHeld()
+		observe(ctx, Event{Kind: EventHeldDiscarded, SessionID: w.SessionID, Items: len(w.Items)})
+	}
 	return nil
 }
 

@@ -66,6 +66,11 @@ func (cp *Checkpoint) settleHeldAtEntry(ctx context.Context, s session.Session) 
 		return SaveResult{}, nil
 	}
 	responseID, _ := w.ResponseID.Get()
+	defer func() {
+		if cp.Pending == nil || !cp.Pending.Held {
+			observe(ctx, Event{Kind: EventHeldSettled, SessionID: w.SessionID, Items: len(settling)})
+		}
+	}()
 	return cp.Save(ctx, s, SaveArgs{
 		Input:        settling,
 		ResponseID:   responseID,
@@ -135,6 +140,7 @@ func (cp *Checkpoint) appendOrdinary(ctx context.Context, s session.Session) (bo
 			unchanged = len(observed) >= n && slices.Equal(observed[len(observed)-n:], w.Before)
 		}
 		if committed == unchanged {
+			observe(ctx, Event{Kind: EventRefused, SessionID: w.SessionID, Items: len(w.Items)})
 			return false, ErrCannotReconcile
 		}
 		appendIt = unchanged
@@ -143,6 +149,9 @@ func (cp *Checkpoint) appendOrdinary(ctx context.Context, s session.Session) (bo
 		if err := session.Append(ctx, s, w.Items); err != nil {
 			return false, fmt.Errorf("runstate: append pending write: %w", err)
 		}
+		observe(ctx, Event{Kind: EventAppended, SessionID: w.SessionID, Items: len(w.Items)})
+	} else {
+		observe(ctx, Event{Kind: EventLostAckAccepted, SessionID: w.SessionID, Items: len(w.Items)})
 	}
 	return appendIt, nil
 }

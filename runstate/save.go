@@ -264,6 +264,9 @@ func (cp *Checkpoint) SaveResumedTurn(ctx context.Context, s session.Session, tu
 		return res, err
 	}
 	cp.PersistedCount = prev + res.Count
+	if settlingHeld {
+		observe(ctx, Event{Kind: EventHeldSettled, SessionID: s.SessionID(), Items: len(turn.Held)})
+	}
 	return res, err
 }
 
