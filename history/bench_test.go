@@ -3,12 +3,14 @@ package history_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentsessions/sessions/adapters/memory"
+	"github.com/agentsessions/sessions/adapters/sqlite"
 	"github.com/agentsessions/sessions/history"
 	"github.com/agentsessions/sessions/runstate"
 	"github.com/agentsessions/sessions/session"
@@ -237,22 +239,49 @@ func BenchmarkModelInputRatio(b *testing.B) {
 
 // BenchmarkSaveRatio times, interleaved op by op, a plain Append of 20
 // items, the budget (tail read + one digest per item + append) and
-// runstate's Save with Register, each into its own memory session holding
-// a conversation, and reports the medians and the ratios to Append.
+// runstate's Save with Register, each into its own session holding a
+// conversation, and reports the medians and the ratios to Append: on
+// memory (where an append costs microseconds, so the ratio is mostly the
+// digests) and on SQLite files at synchronous FULL and NORMAL.
 func BenchmarkSaveRatio(b *testing.B) {
+	b.Run("memory", func(b *testing.B) {
+		saveRatio(b, func(id string) session.Session {
+			s, err := memory.NewSession(id)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return s
+		})
+	})
+	for _, sync := range []sqlite.Synchronous{sqlite.SyncFull, sqlite.SyncNormal} {
+		b.Run("sqlite-"+string(sync), func(b *testing.B) {
+			st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "s.db"), sqlite.Options{Synchronous: sync})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			saveRatio(b, func(id string) session.Session {
+				s, err := st.Session(id)
+				if err != nil {
+					b.Fatal(err)
+				}
+				return s
+			})
+		})
+	}
+}
+
+func saveRatio(b *testing.B, open func(id string) session.Session) {
 	ctx := context.Background()
 	batch := saveItems()
-	mk := func() session.Session {
-		s, err := memory.NewSession("s")
-		if err != nil {
-			b.Fatal(err)
-		}
+	mk := func(id string) session.Session {
+		s := open(id)
 		if err := session.Append(ctx, s, append(saveItems(), saveItems()...)); err != nil {
 			b.Fatal(err)
 		}
 		return s
 	}
-	sa, sb, sc := mk(), mk(), mk()
+	sa, sb, sc := mk("a"), mk("b"), mk("c")
 	var ta, tb, tc []time.Duration
 	for b.Loop() {
 		t0 := time.Now()
