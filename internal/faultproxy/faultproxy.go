@@ -252,13 +252,6 @@ func (p *Proxy) serve(client net.Conn) {
 	<-done
 }
 
-// Open returns the number of connections being relayed.
-func (p *Proxy) Open() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.conns) / 2
-}
-
 // Drain waits until every relayed connection has ended: each client that
 // went away has had its requests finished by the server. It reports
 // whether that happened within timeout.
