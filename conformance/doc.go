@@ -33,7 +33,7 @@
 //
 // The corrupt-record clause needs the harness to write raw records
 // (driver.RawAppender) and to hand back the adapter's reports
-// (CorruptReporter, see Collector); without them it skips and the contract
+// (CorruptReporter, see driver.CorruptLog); without them it skips and the contract
 // cannot grade FULL. TTL clauses need TTLHarness.
 //
 // Every session the suite writes has an id starting with ProbePrefix and

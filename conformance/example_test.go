@@ -19,7 +19,7 @@ import (
 type storeHarness struct {
 	url     string
 	store   adapters.Store
-	corrupt *conformance.Collector
+	corrupt *driver.CorruptLog
 }
 
 func (h storeHarness) Name() string { return h.url }
@@ -53,7 +53,7 @@ func (h storeHarness) MinTTL() time.Duration   { return 20 * time.Millisecond }
 // clauses as subtests.
 func Example() {
 	ctx := context.Background()
-	corrupt := &conformance.Collector{}
+	corrupt := &driver.CorruptLog{}
 	st, err := adapters.OpenWith(ctx, "memory://", adapters.Options{OnCorrupt: corrupt.Handler()})
 	if err != nil {
 		panic(err)

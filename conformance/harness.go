@@ -30,7 +30,7 @@ type Harness interface {
 // below FULL) and CorruptReporter.
 
 // CorruptReporter is implemented by harnesses that collect the adapter's
-// corrupt-record reports (see Collector).
+// corrupt-record reports (see driver.CorruptLog).
 type CorruptReporter interface {
 	// CorruptReports returns the reports the adapter made so far about
 	// corrupt records of session id.

@@ -38,7 +38,7 @@ func (f *fakeClock) Advance(d time.Duration) {
 type brokenHarness struct {
 	name     string
 	store    adapters.Store
-	corrupt  *conformance.Collector
+	corrupt  *driver.CorruptLog
 	wrap     func(session.Session) session.Session
 	declared session.Capabilities
 	// raw, when set, replaces the raw-write hook.
@@ -55,7 +55,7 @@ type brokenHarness struct {
 
 func newBroken(t *testing.T, name string, declared session.Capabilities, wrap func(session.Session) session.Session) *brokenHarness {
 	t.Helper()
-	c := &conformance.Collector{}
+	c := &driver.CorruptLog{}
 	st, err := adapters.OpenWith(context.Background(), "memory://", adapters.Options{OnCorrupt: c.Handler()})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })

@@ -21,7 +21,7 @@ import (
 // corrupt-record clause.
 type limitRefHarness struct {
 	store   *limitStore
-	corrupt conformance.Collector
+	corrupt driver.CorruptLog
 }
 
 func (h *limitRefHarness) Name() string { return "legacy.FromLimitSession(reference nlpodyssey shape)" }
@@ -49,11 +49,11 @@ func (h *limitRefHarness) CorruptReports(id string) []driver.CorruptRecord {
 // so the corrupt-record clause runs under the shims.
 type memRaw struct {
 	store   adapters.Store
-	corrupt *conformance.Collector
+	corrupt *driver.CorruptLog
 }
 
 func newMemRaw() memRaw {
-	c := &conformance.Collector{}
+	c := &driver.CorruptLog{}
 	st, err := adapters.OpenWith(context.Background(), "memory://", adapters.Options{OnCorrupt: c.Handler()})
 	if err != nil {
 		panic(err)
@@ -88,11 +88,11 @@ func (h roundTripHarness) Declared() session.Capabilities { return session.Caps(
 // plainRefHarness: FromPlain over the reference context-free session.
 type plainRefHarness struct {
 	store   *plainStore
-	corrupt *conformance.Collector
+	corrupt *driver.CorruptLog
 }
 
 func newPlainRefHarness() *plainRefHarness {
-	c := &conformance.Collector{}
+	c := &driver.CorruptLog{}
 	return &plainRefHarness{store: newPlainStore(c.Handler()), corrupt: c}
 }
 

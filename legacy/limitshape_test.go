@@ -15,6 +15,7 @@ import (
 	"github.com/agentsessions/sessions/conformance"
 	"github.com/agentsessions/sessions/legacy"
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 // callLog records the calls a shim makes on the session it wraps.
@@ -220,7 +221,7 @@ func TestFromLimitSessionTranslation(t *testing.T) {
 				st.appendRaw("s", []byte(r))
 			}
 			log := &callLog{}
-			var coll conformance.Collector
+			var coll driver.CorruptLog
 			s := legacy.FromLimitSessionWith[json.RawMessage](loggedLimit{st.session("s"), log},
 				legacy.LimitOptions[json.RawMessage]{OnCorrupt: coll.Handler()})
 			ctx := tc.ctx
@@ -370,7 +371,7 @@ func TestToLimitSessionUndecodable(t *testing.T) {
 	)
 	require.NoError(t, err)
 	require.NoError(t, mem.AddItems(ctx, items))
-	var coll conformance.Collector
+	var coll driver.CorruptLog
 	s := legacy.ToLimitSessionWith[msg](mem, legacy.LimitOptions[msg]{OnCorrupt: coll.Handler()})
 
 	got, err := s.GetItems(ctx, 2)

@@ -27,7 +27,7 @@ func (f *fakeClock) Advance(d time.Duration) {
 type harness struct {
 	store   *Store
 	clock   *fakeClock
-	corrupt conformance.Collector
+	corrupt driver.CorruptLog
 	ttl     map[time.Duration]*Store
 	mu      sync.Mutex
 }

@@ -111,7 +111,7 @@ type harness struct {
 	peer    *Store
 	raw     *mongodrv.Client
 	clock   *fakeClock
-	corrupt conformance.Collector
+	corrupt driver.CorruptLog
 	shapes  atomic.Int64
 
 	mu  sync.Mutex

@@ -75,7 +75,7 @@ func connect(t testing.TB) *pgx.Conn {
 // another process would.
 type harness struct {
 	store, peer *Store
-	corrupt     *conformance.Collector
+	corrupt     *driver.CorruptLog
 }
 
 func (h *harness) Name() string { return "postgres" }
@@ -96,7 +96,7 @@ func (h *harness) CorruptReports(id string) []driver.CorruptRecord { return h.co
 var _ driver.RawAppender = (*harness)(nil)
 
 func TestConformance(t *testing.T) {
-	c := &conformance.Collector{}
+	c := &driver.CorruptLog{}
 	schema := freshSchema(t)
 	h := &harness{corrupt: c}
 	h.store = openStore(t, Options{Schema: schema, OnCorrupt: c.Handler()})

@@ -12,7 +12,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentsessions/sessions/conformance"
 	"github.com/agentsessions/sessions/session"
 	"github.com/agentsessions/sessions/session/driver"
 )
@@ -176,7 +175,7 @@ func TestPopConcurrentWithAppends(t *testing.T) {
 // reported and stay; only valid items are popped.
 func TestPopCorruptNewest(t *testing.T) {
 	ctx := context.Background()
-	c := &conformance.Collector{}
+	c := &driver.CorruptLog{}
 	st := openStore(t, Options{OnCorrupt: c.Handler()})
 	s, err := st.Session("corrupt-top")
 	require.NoError(t, err)
@@ -227,7 +226,7 @@ func TestPopCorruptNewest(t *testing.T) {
 // corrupt rows sit among the newest.
 func TestLatestCorruptWindows(t *testing.T) {
 	ctx := context.Background()
-	c := &conformance.Collector{}
+	c := &driver.CorruptLog{}
 	st := openStore(t, Options{OnCorrupt: c.Handler()})
 	s, _ := st.Session("latest-corrupt")
 	v := numbered("v", 0, 10)
@@ -510,7 +509,7 @@ func TestCancelledWritesAreWholeOrNothing(t *testing.T) {
 // with its bytes, and the pop takes the newest valid item below it.
 func TestPopRestoresOnDisagreement(t *testing.T) {
 	ctx := context.Background()
-	c := &conformance.Collector{}
+	c := &driver.CorruptLog{}
 	st := openStore(t, Options{OnCorrupt: c.Handler()})
 	s, _ := st.Session("disagree")
 	require.NoError(t, s.AddItems(ctx, numbered("v", 0, 2)))

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentsessions/sessions/adapters"
-	"github.com/agentsessions/sessions/conformance"
 	"github.com/agentsessions/sessions/session"
 	"github.com/agentsessions/sessions/session/driver"
 )
@@ -34,7 +33,7 @@ func TestURLOpener(t *testing.T) {
 	for _, scheme := range Schemes {
 		t.Run(scheme, func(t *testing.T) {
 			schema := freshSchema(t)
-			c := &conformance.Collector{}
+			c := &driver.CorruptLog{}
 			st, err := adapters.OpenWith(ctx,
 				withQuery(t, scheme, "schema="+schema+"&sessions_table=my_sessions&messages_table=my_messages&application_name=sessions-test"),
 				adapters.Options{OnCorrupt: c.Handler()})

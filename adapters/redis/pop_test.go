@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentsessions/sessions/conformance"
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 // popLayouts are the deployments and layouts PopItem is tested on.
@@ -40,7 +41,7 @@ func TestPopKeepsUnreadable(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			c := tc.client(t)
-			var col conformance.Collector
+			var col driver.CorruptLog
 			st := newStore(t, c, Options{KeyPrefix: uniquePrefix(t), Layout: tc.layout, OnCorrupt: col.Handler()})
 			s, err := st.Session("pop")
 			require.NoError(t, err)
@@ -119,7 +120,7 @@ func TestPopConcurrent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			c := tc.client(t)
-			var col conformance.Collector
+			var col driver.CorruptLog
 			st := newStore(t, c, Options{KeyPrefix: uniquePrefix(t), Layout: tc.layout, OnCorrupt: col.Handler()})
 			s, err := st.Session("race")
 			require.NoError(t, err)

@@ -60,7 +60,7 @@ type harness struct {
 	store    *Store
 	peer     *Store
 	raw      goredis.UniversalClient
-	corrupt  conformance.Collector
+	corrupt  driver.CorruptLog
 	opts     Options
 	mu       sync.Mutex
 	ttlStore map[time.Duration]*Store

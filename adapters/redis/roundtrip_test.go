@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentsessions/sessions/conformance"
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 // tripCounter is a go-redis hook that records every command and pipeline
@@ -169,7 +170,7 @@ func TestRoundTripsCorruptWindow(t *testing.T) {
 	counter := &tripCounter{}
 	c := standaloneClient(t)
 	c.AddHook(counter)
-	var col conformance.Collector
+	var col driver.CorruptLog
 	st := newStore(t, c, Options{KeyPrefix: uniquePrefix(t), OnCorrupt: col.Handler()})
 	s, err := st.Session("cw")
 	require.NoError(t, err)

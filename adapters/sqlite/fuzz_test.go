@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/agentsessions/sessions/conformance"
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 // FuzzStoredRecord stores arbitrary bytes as a session's message_data,
@@ -26,7 +26,7 @@ func FuzzStoredRecord(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	ctx := context.Background()
-	reports := &conformance.Collector{}
+	reports := &driver.CorruptLog{}
 	st, err := Open(ctx, ":memory:", Options{OnCorrupt: reports.Handler()})
 	if err != nil {
 		f.Fatal(err)

@@ -13,9 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentsessions/sessions/session/driver"
 	"github.com/stretchr/testify/require"
-
-	"github.com/agentsessions/sessions/conformance"
 )
 
 // testdata/python/session.db was written by testdata/python/make_db.py
@@ -52,7 +51,7 @@ func pythonFile(t *testing.T) (string, pythonExpected) {
 func TestPythonWrittenFile(t *testing.T) {
 	ctx := context.Background()
 	path, exp := pythonFile(t)
-	c := &conformance.Collector{}
+	c := &driver.CorruptLog{}
 	st := openStore(t, path, Options{OnCorrupt: c.Handler()})
 	for _, es := range exp.Sessions {
 		t.Run(es.ID, func(t *testing.T) {

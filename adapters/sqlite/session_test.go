@@ -14,20 +14,20 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentsessions/sessions/conformance"
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 // fixture is a Store on a fresh file with a collector of corrupt reports.
 type fixture struct {
 	path    string
 	st      *Store
-	corrupt *conformance.Collector
+	corrupt *driver.CorruptLog
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{path: filepath.Join(t.TempDir(), "s.db"), corrupt: &conformance.Collector{}}
+	f := &fixture{path: filepath.Join(t.TempDir(), "s.db"), corrupt: &driver.CorruptLog{}}
 	f.st = openStore(t, f.path, Options{OnCorrupt: f.corrupt.Handler()})
 	return f
 }

@@ -19,7 +19,7 @@ type harness struct {
 	name    string
 	store   *Store
 	peer    *Store
-	corrupt *conformance.Collector
+	corrupt *driver.CorruptLog
 }
 
 func (h *harness) Name() string { return h.name }
@@ -60,7 +60,7 @@ func openStore(t testing.TB, path string, opts Options) *Store {
 
 func TestConformanceFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "conformance.db")
-	c := &conformance.Collector{}
+	c := &driver.CorruptLog{}
 	h := &harness{name: "sqlite-file", corrupt: c}
 	h.store = openStore(t, path, Options{OnCorrupt: c.Handler()})
 	h.peer = openStore(t, path, Options{OnCorrupt: c.Handler()})
@@ -74,7 +74,7 @@ func TestConformanceFile(t *testing.T) {
 // hands out a second handle of the same Store. The shared-cache variant
 // below has a true peer.
 func TestConformanceMemory(t *testing.T) {
-	c := &conformance.Collector{}
+	c := &driver.CorruptLog{}
 	h := &harness{name: "sqlite-memory", corrupt: c}
 	h.store = openStore(t, ":memory:", Options{OnCorrupt: c.Handler()})
 	h.peer = h.store
@@ -86,7 +86,7 @@ func TestConformanceMemory(t *testing.T) {
 // in-memory database, with a second Store as the peer.
 func TestConformanceSharedMemory(t *testing.T) {
 	uri := "file:conformance-" + t.Name() + "?mode=memory&cache=shared"
-	c := &conformance.Collector{}
+	c := &driver.CorruptLog{}
 	h := &harness{name: "sqlite-shared-memory", corrupt: c}
 	h.store = openStore(t, uri, Options{OnCorrupt: c.Handler()})
 	h.peer = openStore(t, uri, Options{OnCorrupt: c.Handler()})

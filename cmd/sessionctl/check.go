@@ -107,7 +107,7 @@ func checkRunID() string {
 type dsnHarness struct {
 	dsn, name  string
 	main, peer adapters.Store
-	corrupt    *corruptReports
+	corrupt    *driver.CorruptLog
 
 	mu  sync.Mutex
 	ttl map[time.Duration]adapters.Store
@@ -116,7 +116,7 @@ type dsnHarness struct {
 // openHarness opens dsn twice (once for memory://, whose store lives in
 // this process).
 func openHarness(ctx context.Context, dsn string) (*dsnHarness, error) {
-	corrupt := &corruptReports{}
+	corrupt := &driver.CorruptLog{}
 	opts := adapters.Options{OnCorrupt: corrupt.Handler()}
 	main, err := adapters.OpenWith(ctx, dsn, opts)
 	if err != nil {

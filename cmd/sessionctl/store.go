@@ -18,6 +18,7 @@ import (
 	_ "github.com/agentsessions/sessions/adapters/all" // every backend's URL scheme
 	"github.com/agentsessions/sessions/adapters/sqlite"
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 // storeFlags are the flags of every command that opens a store.
@@ -46,7 +47,7 @@ const (
 // A read-only open creates nothing (no file, table, collection, index) and
 // fails when the store does not exist. The store must answer within
 // timeout; a store that cannot be reached is one line saying so.
-func openStore(ctx context.Context, dsn string, mode access, timeout time.Duration) (adapters.Store, *corruptReports, error) {
+func openStore(ctx context.Context, dsn string, mode access, timeout time.Duration) (adapters.Store, *driver.CorruptLog, error) {
 	if timeout <= 0 {
 		return nil, nil, usagef("-connect-timeout must be positive")
 	}
@@ -55,7 +56,7 @@ func openStore(ctx context.Context, dsn string, mode access, timeout time.Durati
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	corrupt := &corruptReports{}
+	corrupt := &driver.CorruptLog{}
 	st, err := adapters.OpenWith(cctx, dsn, adapters.Options{OnCorrupt: corrupt.Handler(), ReadOnly: bool(mode)})
 	if err != nil {
 		return nil, nil, explainOpen(ctx, cctx, dsn, timeout, err)

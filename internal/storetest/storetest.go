@@ -88,7 +88,7 @@ type Harness struct {
 	url     string
 	store   adapters.Store
 	peer    adapters.Store
-	corrupt *conformance.Collector
+	corrupt *driver.CorruptLog
 	wrap    func(session.Session) (session.Session, error)
 	ttl     bool
 	cleanup func(func())
@@ -100,7 +100,7 @@ func NewHarness(t testing.TB, b Backend, wrap func(session.Session) (session.Ses
 	t.Helper()
 	ctx := context.Background()
 	u := b.URL(t)
-	corrupt := &conformance.Collector{}
+	corrupt := &driver.CorruptLog{}
 	st, err := adapters.OpenWith(ctx, u, adapters.Options{OnCorrupt: corrupt.Handler()})
 	if err != nil {
 		t.Fatalf("open %s: %v", b.Name, err)
