@@ -3,6 +3,7 @@ package session
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -211,8 +212,14 @@ func skipString(b []byte, i int) int {
 	}
 	i++
 	for i < len(b) {
-		// Eight plain ASCII bytes at a time: most of a long string.
-		for len(b)-i >= 8 && plain8(binary.LittleEndian.Uint64(b[i:])) {
+		// Eight bytes at a time: skip plain ones, and jump straight to the
+		// first byte that needs a look (most strings are short).
+		for len(b)-i >= 8 {
+			m := special8(binary.LittleEndian.Uint64(b[i:]))
+			if m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
 			i += 8
 		}
 		if i >= len(b) {
@@ -252,10 +259,12 @@ func skipString(b []byte, i int) int {
 	return -1
 }
 
-// plain8 reports whether the eight bytes of v all stand for themselves
-// inside a JSON string: ASCII, not a control character, not '"' or '\\'.
-// Each test is exact for "some byte is ...", which is all it is used for.
-func plain8(v uint64) bool {
+// special8 returns a mask of the bytes of v (little-endian: the first byte
+// lowest) that do not stand for themselves inside a JSON string: non-ASCII,
+// control characters, '"' and '\\'. A byte above a flagged one may be
+// flagged wrongly (a borrow), but the lowest flagged byte is always right,
+// which is all it is used for: zero means all eight are plain.
+func special8(v uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	nonASCII := v & highs
 	control := (v - 0x20*ones) &^ v & highs // some byte < 0x20
@@ -263,7 +272,7 @@ func plain8(v uint64) bool {
 	backslash := v ^ ('\\' * ones)
 	zeroQ := (quote - ones) &^ quote & highs
 	zeroB := (backslash - ones) &^ backslash & highs
-	return nonASCII|control|zeroQ|zeroB == 0
+	return nonASCII | control | zeroQ | zeroB
 }
 
 func isHex(c byte) bool {

@@ -96,6 +96,18 @@ func BenchmarkValidObject(b *testing.B) {
 	}
 }
 
+// smallItem is the ~90-byte message the adapters' read benchmarks store.
+var smallItem = []byte(`{"type":"message","role":"user","content":"123 0000000000000000000000000000000000000000"}`)
+
+func BenchmarkValidObjectSmall(b *testing.B) {
+	b.SetBytes(int64(len(smallItem)))
+	for b.Loop() {
+		if !validObject(smallItem) {
+			b.Fatal("invalid")
+		}
+	}
+}
+
 func BenchmarkValidReference(b *testing.B) {
 	b.SetBytes(int64(len(benchItem)))
 	for b.Loop() {
