@@ -20,7 +20,8 @@ import (
 )
 
 // The benchmarks compare the adapter with the fastest correct code a user
-// could write on the same driver, the same DSN and the same database file:
+// could write on the same driver and the same DSN, reading the same database
+// file (writing twin files, see twinFiles):
 // statements prepared once and held, values kept as the driver returns them
 // (strings), and no JSON validation at all. The adapter does more (it
 // validates every row, reports unreadable ones, runs every write in a
@@ -114,6 +115,21 @@ func rawDB(b *testing.B, path string, opts Options) *sql.DB {
 	db.SetMaxIdleConns(64)
 	b.Cleanup(func() { db.Close() })
 	return db
+}
+
+// twinFiles opens the adapter's Store on one new file and a raw *sql.DB
+// on another with the same schema and settings, for write benchmarks: each
+// side then writes the same session ids into its own file, and neither
+// inserts into the middle of the other's index, which costs more than
+// appending at its right edge and would favour one side.
+func twinFiles(b *testing.B, opts Options) (*Store, *sql.DB) {
+	b.Helper()
+	dir := b.TempDir()
+	rawPath := filepath.Join(dir, "raw.db")
+	schema, err := Open(context.Background(), rawPath, opts)
+	require.NoError(b, err)
+	require.NoError(b, schema.Close())
+	return openStore(b, filepath.Join(dir, "lib.db"), opts), rawDB(b, rawPath, opts)
 }
 
 func prepare(b *testing.B, db interface {
@@ -290,25 +306,22 @@ func BenchmarkPop(b *testing.B) {
 	for _, mode := range []Synchronous{SyncNormal, SyncFull} {
 		b.Run("sync="+string(mode), func(b *testing.B) {
 			ctx := context.Background()
-			path := filepath.Join(b.TempDir(), "pop.db")
-			opts := Options{Synchronous: mode}
-			st := openStore(b, path, opts)
-			raw := rawDB(b, path, opts)
+			st, raw := twinFiles(b, Options{Synchronous: mode})
 			stmt := prepare(b, raw, popSQL)
-			s, err := st.Session("lib")
+			s, err := st.Session("s")
 			require.NoError(b, err)
 			const refill = 5_000
 			left := 0
 			interleave(b, func() {
 				if left == 0 {
-					fill(b, raw, "raw", refill)
-					fill(b, raw, "lib", refill)
+					fill(b, raw, "s", refill)
+					fill(b, st.DB(), "s", refill)
 					left = refill
 				}
 				left--
 			}, func() {
 				var m string
-				if err := stmt.QueryRowContext(ctx, "raw").Scan(&m); err != nil {
+				if err := stmt.QueryRowContext(ctx, "s").Scan(&m); err != nil {
 					b.Fatal(err)
 				}
 			}, func() {
@@ -380,21 +393,18 @@ func (w *rawWriter) append(ctx context.Context, id string, batch []session.Item)
 }
 
 // BenchmarkAppend20 appends a 20-item batch at equal durability: raw and
-// adapter on the same file with the same synchronous setting.
+// adapter on twin files with the same synchronous setting.
 func BenchmarkAppend20(b *testing.B) {
 	for _, mode := range []Synchronous{SyncNormal, SyncFull} {
 		b.Run("sync="+string(mode), func(b *testing.B) {
 			ctx := context.Background()
-			path := filepath.Join(b.TempDir(), "append.db")
-			opts := Options{Synchronous: mode}
-			st := openStore(b, path, opts)
-			raw := rawDB(b, path, opts)
+			st, raw := twinFiles(b, Options{Synchronous: mode})
 			batch := benchItems(20, 40)
 			w := newRawWriter(b, raw, st, len(batch))
-			s, err := st.Session("lib")
+			s, err := st.Session("s")
 			require.NoError(b, err)
 			interleave(b, nil, func() {
-				if err := w.append(ctx, "raw", batch); err != nil {
+				if err := w.append(ctx, "s", batch); err != nil {
 					b.Fatal(err)
 				}
 			}, func() {
@@ -418,10 +428,7 @@ func BenchmarkConcurrentAppend(b *testing.B) {
 		for _, writers := range []int{1, 2, 4, 8, 16, 32} {
 			b.Run(fmt.Sprintf("sync=%s/writers=%d", mode, writers), func(b *testing.B) {
 				ctx := context.Background()
-				path := filepath.Join(b.TempDir(), "conc.db")
-				opts := Options{Synchronous: mode}
-				st := openStore(b, path, opts)
-				raw := rawDB(b, path, opts)
+				st, raw := twinFiles(b, Options{Synchronous: mode})
 				raw.SetMaxOpenConns(writers + 1)
 				batch := benchItems(5, 40)
 				ws := make([]*rawWriter, writers)
@@ -429,7 +436,7 @@ func BenchmarkConcurrentAppend(b *testing.B) {
 				for i := range ws {
 					ws[i] = newRawWriter(b, raw, st, len(batch))
 					var err error
-					ss[i], err = st.Session(fmt.Sprintf("lib-%d", i))
+					ss[i], err = st.Session(fmt.Sprintf("s-%d", i))
 					require.NoError(b, err)
 				}
 				// run does total batches with W goroutines and returns the
@@ -461,7 +468,7 @@ func BenchmarkConcurrentAppend(b *testing.B) {
 					}
 					return elapsed
 				}
-				rawOp := func(g int) error { return ws[g].append(ctx, fmt.Sprintf("raw-%d", g), batch) }
+				rawOp := func(g int) error { return ws[g].append(ctx, fmt.Sprintf("s-%d", g), batch) }
 				libOp := func(g int) error { return ss[g].AddItems(ctx, batch) }
 				// Warm up both (statements prepared, WAL file grown), then
 				// measure in ABBA order, so that drift favours neither.
