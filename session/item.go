@@ -32,10 +32,16 @@ type itemData struct {
 
 // newItem validates b and returns the Item holding it; b is taken over.
 func newItem(b []byte) (Item, error) {
-	d := &itemData{raw: b}
+	return (&itemData{}).hold(b)
+}
+
+// hold validates b, records it in d and returns the Item for d; b is taken
+// over. d must be fresh: an Item never changes.
+func (d *itemData) hold(b []byte) (Item, error) {
 	if !scanObject(b, &d.ix) {
 		return Item{}, invalidReason(b)
 	}
+	d.raw = b
 	return Item{d: d}, nil
 }
 

@@ -14,6 +14,17 @@ func init() {
 		}
 		return it, nil
 	}
+	owned.Block = func(n int) any { return &itemBlock{data: make([]itemData, n)} }
+	owned.InBlock = func(block any, b []byte) (any, error) {
+		bl := block.(*itemBlock)
+		d := &bl.data[0]
+		bl.data = bl.data[1:]
+		it, err := d.hold(b)
+		if err != nil {
+			return Item{}, fmt.Errorf("%w: %w", ErrCorruptRecord, err)
+		}
+		return it, nil
+	}
 	owned.ValidateBatch = func(items any) error { return validateBatch(items.([]Item)) }
 }
 
@@ -27,3 +38,7 @@ func validateBatch(items []Item) error {
 	}
 	return nil
 }
+
+// itemBlock is the bookkeeping of several Items allocated at once, for
+// session/driver's Decoder: each Item takes the first unused itemData.
+type itemBlock struct{ data []itemData }

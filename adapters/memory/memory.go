@@ -131,9 +131,13 @@ func (s *Session) read(ctx context.Context, n int) ([]session.Item, error) {
 		if s.st.opts.RefreshOnRead {
 			s.touch(h)
 		}
+		var dec driver.Decoder
+		if n > 0 {
+			dec.Expect(n)
+		}
 		// Walk back from the newest so a limit counts valid items only.
 		for i := len(h.records) - 1; i >= 0 && (n < 0 || len(out) < n); i-- {
-			it, err := driver.DecodeStored(append([]byte(nil), h.records[i]...))
+			it, err := dec.Decode(append([]byte(nil), h.records[i]...))
 			if err != nil {
 				corrupt = append(corrupt, bad{i, append([]byte(nil), h.records[i]...), err})
 				continue

@@ -110,15 +110,16 @@ func (d *messageDoc) records() int {
 	return 1
 }
 
-// record decodes record i (0 is the oldest). It returns the item, or a
-// corrupt-record report naming the session and the record's position.
+// record decodes record i (0 is the oldest) through dec (nil for a record
+// read alone). It returns the item, or a corrupt-record report naming the
+// session and the record's position.
 // The item's bytes alias the document's buffer, which nothing modifies
 // (documents are copied out of the cursor); a report's bytes are a copy.
-func (d *messageDoc) record(sessionID string, i int) (session.Item, *driver.CorruptRecord) {
+func (d *messageDoc) record(dec *driver.Decoder, sessionID string, i int) (session.Item, *driver.CorruptRecord) {
 	if d.isArray() {
 		v := d.vals[i]
 		if b, ok := stringBytes(v); ok {
-			it, err := driver.DecodeStored(b)
+			it, err := dec.Decode(b)
 			if err == nil {
 				return it, nil
 			}
@@ -128,7 +129,7 @@ func (d *messageDoc) record(sessionID string, i int) (session.Item, *driver.Corr
 			fmt.Errorf("%w: message_data element is a BSON %s, not a string", session.ErrCorruptRecord, v.Type))
 	}
 	if b, ok := stringBytes(d.data); ok {
-		it, err := driver.DecodeStored(b)
+		it, err := dec.Decode(b)
 		if err == nil {
 			return it, nil
 		}
@@ -175,8 +176,9 @@ func decodeAll(raw bson.Raw, sessionID string) ([]session.Item, []driver.Corrupt
 	}
 	var items []session.Item
 	var bad []driver.CorruptRecord
+	var dec driver.Decoder
 	for i := range d.records() {
-		it, c := d.record(sessionID, i)
+		it, c := d.record(&dec, sessionID, i)
 		if c != nil {
 			bad = append(bad, *c)
 			continue

@@ -116,7 +116,7 @@ func (s *Session) pop(ctx context.Context) (session.Item, bool, error) {
 			continue
 		}
 		s.report(ctx, bad)
-		it, _ := d.record(s.id, j)
+		it, _ := d.record(nil, s.id, j)
 		return it, true, nil
 	}
 	return session.Item{}, false, errUnsettled
@@ -144,14 +144,14 @@ func newestReadable(docs []messageDoc, sd *sessionDoc, now time.Time, sessionID 
 			continue
 		}
 		if !m.isArray() {
-			if _, c := m.record(sessionID, -1); c != nil {
+			if _, c := m.record(nil, sessionID, -1); c != nil {
 				bad = append(bad, *c)
 				continue
 			}
 			return m, -1, bad
 		}
 		for k := m.records() - 1; k >= 0; k-- {
-			if _, c := m.record(sessionID, k); c != nil {
+			if _, c := m.record(nil, sessionID, k); c != nil {
 				bad = append(bad, *c)
 				continue
 			}

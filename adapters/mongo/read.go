@@ -285,6 +285,10 @@ func baseMissing(docs []messageDoc, sd *sessionDoc, w int) bool {
 // valid items (all when n < 0) newest first, the corrupt records it
 // passed, and how many non-empty documents it walked.
 func collect(docs []messageDoc, sd *sessionDoc, now time.Time, sessionID string, n int) (items []session.Item, bad []driver.CorruptRecord, walked int) {
+	var dec driver.Decoder
+	if n > 0 {
+		dec.Expect(n)
+	}
 	for i := range docs {
 		d := &docs[i]
 		if !d.inGeneration(sd.Generation) || d.records() == 0 || sd.hides(d, now) {
@@ -292,7 +296,7 @@ func collect(docs []messageDoc, sd *sessionDoc, now time.Time, sessionID string,
 		}
 		walked++
 		for j := d.records() - 1; j >= 0; j-- {
-			it, c := d.record(sessionID, j)
+			it, c := d.record(&dec, sessionID, j)
 			if c != nil {
 				bad = append(bad, *c)
 				continue

@@ -212,6 +212,7 @@ type decoder struct {
 	corrupt     []driver.CorruptRecord
 	lastID      int64 // id of the last row read
 	read        int64 // rows read
+	dec         driver.Decoder
 }
 
 // scanAll reads rows until they end or d holds n items, and closes them.
@@ -241,7 +242,7 @@ func (d *decoder) scan(rows pgx.Rows) error {
 	d.lastID = id
 	d.read++
 	raw := string(vals[1])
-	it, err := decodeStored(raw)
+	it, err := decodeStored(&d.dec, raw)
 	if err != nil {
 		d.corrupt = append(d.corrupt, driver.CorruptRecord{Position: "id=" + strconv.FormatInt(id, 10), Raw: []byte(raw), Err: err})
 		return nil
@@ -250,9 +251,9 @@ func (d *decoder) scan(rows pgx.Rows) error {
 	return nil
 }
 
-// decodeStored is driver.DecodeStoredString; a test replaces it to make Go
-// and PostgreSQL disagree about a row.
-var decodeStored = driver.DecodeStoredString
+// decodeStored is driver.Decoder's DecodeString; a test replaces it to
+// make Go and PostgreSQL disagree about a row.
+var decodeStored = (*driver.Decoder).DecodeString
 
 // parseID decodes an id column value in the given wire format.
 func parseID(b []byte, format int16) (int64, error) {

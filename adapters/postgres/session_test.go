@@ -518,13 +518,13 @@ func TestPopRestoresOnDisagreement(t *testing.T) {
 	var before int64
 	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT max(id) FROM `+st.q.messages).Scan(&before))
 
-	decodeStored = func(raw string) (session.Item, error) {
+	decodeStored = func(d *driver.Decoder, raw string) (session.Item, error) {
 		if strings.Contains(raw, `"marked"`) {
 			return session.Item{}, fmt.Errorf("%w: refused by the test", session.ErrCorruptRecord)
 		}
-		return driver.DecodeStoredString(raw)
+		return d.DecodeString(raw)
 	}
-	t.Cleanup(func() { decodeStored = driver.DecodeStoredString })
+	t.Cleanup(func() { decodeStored = (*driver.Decoder).DecodeString })
 
 	it, ok, err := s.PopItem(ctx)
 	require.NoError(t, err)

@@ -125,8 +125,10 @@ func (s *Session) decode(raws []string, n int, pos func(int) string) ([]session.
 	out := make([]session.Item, n)
 	k := n
 	var bad []driver.CorruptRecord
+	var dec driver.Decoder
+	dec.Expect(n)
 	for i := len(raws) - 1; i >= 0 && k > 0; i-- {
-		it, err := driver.DecodeStoredString(raws[i])
+		it, err := dec.DecodeString(raws[i])
 		if err != nil {
 			bad = append(bad, driver.CorruptRecord{
 				SessionID: s.id, Position: pos(i), Raw: []byte(raws[i]), Err: err})

@@ -154,13 +154,15 @@ func (s *Session) dataOnly(ctx context.Context, d *decoder, stmt *sql.Stmt, n in
 		return false, err
 	}
 	clean = true
+	if n < math.MaxInt {
+		d.dec.Expect(n)
+	}
 	for len(d.items) < n && rows.Next() {
 		if err := rows.Scan(&d.raw); err != nil {
 			rows.Close()
 			return false, err
 		}
-		it, err := driver.DecodeStoredString(d.raw.String)
-		d.raw.String = ""
+		it, err := d.dec.DecodeString(d.text())
 		if err != nil {
 			clean = false
 			break
@@ -272,7 +274,7 @@ func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 		if err != nil || !found {
 			return err
 		}
-		it, derr := driver.DecodeStoredString(d.raw.String)
+		it, derr := driver.DecodeStoredString(d.text())
 		if derr != nil {
 			// Unreadable: undo the delete; the walk down reads it again,
 			// with its id, and reports it.
@@ -369,22 +371,39 @@ type decoder struct {
 	items       []session.Item
 	corrupt     []driver.CorruptRecord
 	lastID      int64
-	raw         sql.NullString // scan target, reused from row to row
+	raw         any // scan target, reused from row to row (see text)
+	dec         driver.Decoder
 }
 
 func (d *decoder) scan(rows *sql.Rows) error {
 	if err := rows.Scan(&d.lastID, &d.raw); err != nil {
 		return err
 	}
-	raw := d.raw.String
-	d.raw.String = ""
-	it, err := driver.DecodeStoredString(raw)
+	raw := d.text()
+	it, err := d.dec.DecodeString(raw)
 	if err != nil {
 		d.corrupt = append(d.corrupt, driver.CorruptRecord{Position: "id=" + strconv.FormatInt(d.lastID, 10), Raw: []byte(raw), Err: err})
 		return nil
 	}
 	d.items = append(d.items, it)
 	return nil
+}
+
+// text returns the value last scanned into d.raw as text, and clears
+// d.raw. TEXT comes as the string the driver returned; any other value a
+// row may hold (SQLite's columns take any type) as database/sql converts
+// it to a string, NULL as "": all of them unreadable records.
+func (d *decoder) text() string {
+	v := d.raw
+	d.raw = nil
+	if s, ok := v.(string); ok {
+		return s
+	}
+	var ns sql.NullString
+	if err := ns.Scan(v); err != nil {
+		return fmt.Sprint(v)
+	}
+	return ns.String
 }
 
 // report sends the corrupt rows to the Store's handler, oldest first.
