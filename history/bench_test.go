@@ -245,8 +245,8 @@ func BenchmarkModelInputRatio(b *testing.B) {
 // digests) and on SQLite files at synchronous FULL and NORMAL.
 func BenchmarkSaveRatio(b *testing.B) {
 	b.Run("memory", func(b *testing.B) {
-		saveRatio(b, func(id string) session.Session {
-			s, err := memory.NewSession(id)
+		saveRatio(b, func(string) session.Session {
+			s, err := memory.NewSession("s")
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -255,13 +255,17 @@ func BenchmarkSaveRatio(b *testing.B) {
 	})
 	for _, sync := range []sqlite.Synchronous{sqlite.SyncFull, sqlite.SyncNormal} {
 		b.Run("sqlite-"+string(sync), func(b *testing.B) {
-			st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "s.db"), sqlite.Options{Synchronous: sync})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer st.Close()
-			saveRatio(b, func(id string) session.Session {
-				s, err := st.Session(id)
+			// Each side its own file and the same session id: sessions of
+			// one file sorted apart would pay differently for their place
+			// in the index.
+			dir := b.TempDir()
+			saveRatio(b, func(side string) session.Session {
+				st, err := sqlite.Open(context.Background(), filepath.Join(dir, side+".db"), sqlite.Options{Synchronous: sync})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { st.Close() })
+				s, err := st.Session("s")
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -274,14 +278,14 @@ func BenchmarkSaveRatio(b *testing.B) {
 func saveRatio(b *testing.B, open func(id string) session.Session) {
 	ctx := context.Background()
 	batch := saveItems()
-	mk := func(id string) session.Session {
-		s := open(id)
+	mk := func(side string) session.Session {
+		s := open(side)
 		if err := session.Append(ctx, s, append(saveItems(), saveItems()...)); err != nil {
 			b.Fatal(err)
 		}
 		return s
 	}
-	sa, sb, sc := mk("a"), mk("b"), mk("c")
+	sa, sb, sc := mk("append"), mk("budget"), mk("save")
 	var ta, tb, tc []time.Duration
 	for b.Loop() {
 		t0 := time.Now()

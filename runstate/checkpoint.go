@@ -347,6 +347,9 @@ func (s Step) encode() json.RawMessage {
 
 // encode writes the record as a compact JSON object.
 func (w *PendingWrite) encode() (json.RawMessage, error) {
+	if err := w.digestTail(); err != nil {
+		return nil, err
+	}
 	if len(w.Items) == 0 {
 		return nil, errors.New("runstate: a pending write must hold at least one item")
 	}

@@ -2,7 +2,10 @@ package runstate
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 
+	"github.com/agentsessions/sessions/history"
 	"github.com/agentsessions/sessions/session"
 )
 
@@ -17,7 +20,10 @@ type member struct {
 //
 // An ordinary record is a batch whose append is registered and may or may
 // not have committed: Before is nil until the first append attempt reads
-// the tail. A held record (Held) is a batch withheld from the Session under
+// the tail. While that append runs, its digests may still be pending: they
+// are computed when the record is encoded (so a checkpoint persisted from
+// inside AddItems, as PersistBeforeAppend does, carries them) and before
+// the call returns with the record still on the checkpoint. A held record (Held) is a batch withheld from the Session under
 // the output-guardrail gate; its Before is always nil.
 type PendingWrite struct {
 	// SessionID is the id of the session the batch belongs to.
@@ -46,6 +52,13 @@ type PendingWrite struct {
 	// current_response), written back unchanged.
 	extra []member
 
+	// tail is the session tail an append attempt read for Before, kept
+	// undigested while the append runs (see digestTail); tailRead says it
+	// is there.
+	tail          []session.Item
+	tailRead      bool
+	tailIgnoreIDs bool
+
 	variant string // key-table row the record was loaded under
 	label   string // that row's label: the least a record with extra needs
 	heldKey bool   // "held": false was present
@@ -55,6 +68,27 @@ type PendingWrite struct {
 // VariantHeld, VariantCompaction or VariantPendingInput), or "" for a
 // record made in this process.
 func (w *PendingWrite) Variant() string { return w.variant }
+
+// started reports whether an append of the batch was attempted (Before is
+// set, or its tail is read and not digested yet).
+func (w *PendingWrite) started() bool { return w.Before != nil || w.tailRead }
+
+// digestTail sets Before from the tail an append attempt read, if its
+// digests are not computed yet. They are computed only when the record
+// outlives the append (it is encoded, or left on the checkpoint), never
+// for a batch that lands and is dropped: that saves a digest per tail item
+// on every ordinary save.
+func (w *PendingWrite) digestTail() error {
+	if w == nil || !w.tailRead {
+		return nil
+	}
+	before, err := history.Digests(w.tail, w.tailIgnoreIDs)
+	if err != nil {
+		return fmt.Errorf("runstate: digest session tail: %w", err)
+	}
+	w.Before, w.tail, w.tailRead = before, nil, false
+	return nil
+}
 
 // clone returns a deep copy of w.
 func (w *PendingWrite) clone() *PendingWrite {
@@ -69,6 +103,7 @@ func (w *PendingWrite) clone() *PendingWrite {
 	if w.Before != nil {
 		c.Before = append([]string{}, w.Before...)
 	}
+	c.tail = slices.Clone(w.tail) // Items never change: no deep copy
 	c.ResponseID = w.ResponseID.clone()
 	c.Store = w.Store.clone()
 	c.ReasoningItemIDPolicy = w.ReasoningItemIDPolicy.clone()

@@ -83,7 +83,7 @@ func (cp *Checkpoint) settleHeldAtEntry(ctx context.Context, s session.Session) 
 
 // settleOrdinary is the recovery algorithm of semantics §3.4, steps 3 to 11.
 func (cp *Checkpoint) settleOrdinary(ctx context.Context, s session.Session) error {
-	_, err := cp.appendOrdinary(ctx, s)
+	_, err := cp.appendOrdinary(ctx, s, false)
 	if err != nil {
 		return err
 	}
@@ -95,8 +95,10 @@ func (cp *Checkpoint) settleOrdinary(ctx context.Context, s session.Session) err
 // appendOrdinary lands the ordinary record's batch exactly once: it reads
 // the tail, appends when the batch has not landed, accepts a lost
 // acknowledgement when it has, and refuses anything else. It reports
-// whether it appended. The record stays on cp.
-func (cp *Checkpoint) appendOrdinary(ctx context.Context, s session.Session) (bool, error) {
+// whether it appended. The record stays on cp; keep says the caller keeps
+// it there after a success too (otherwise the caller drops it, and the
+// tail's digests are never needed).
+func (cp *Checkpoint) appendOrdinary(ctx context.Context, s session.Session, keep bool) (appended bool, err error) {
 	w := cp.Pending
 	if cp.inProgress {
 		return false, ErrWriteInProgress
@@ -106,21 +108,27 @@ func (cp *Checkpoint) appendOrdinary(ctx context.Context, s session.Session) (bo
 	}
 	cp.inProgress = true
 	defer func() { cp.inProgress = false }()
+	defer func() {
+		if keep || err != nil {
+			if derr := w.digestTail(); err == nil {
+				err = derr
+			}
+		}
+	}()
 
 	ignoreIDs := session.Probe(s).Has(session.CapIgnoresIDs)
 	appendIt := true
-	if w.Before == nil {
+	if !w.started() {
 		// No append has started: record the tail just before appending.
 		tail, err := session.Latest(ctx, s, len(w.Items)+1)
 		if err != nil {
 			return false, fmt.Errorf("runstate: read session tail: %w", err)
 		}
-		before, err := history.Digests(tail, ignoreIDs)
-		if err != nil {
-			return false, fmt.Errorf("runstate: digest session tail: %w", err)
-		}
-		w.Before = before
+		w.tail, w.tailRead, w.tailIgnoreIDs = tail, true, ignoreIDs
 	} else {
+		if err := w.digestTail(); err != nil {
+			return false, err
+		}
 		items, err := history.Digests(w.Items, ignoreIDs)
 		if err != nil {
 			return false, fmt.Errorf("runstate: digest pending write: %w", err)
@@ -165,7 +173,7 @@ func (cp *Checkpoint) settleCompactionRecord(ctx context.Context, s session.Sess
 	w := cp.Pending
 	ack, _ := lookup(w.extra, "append_acknowledged")
 	if string(ack) != "true" {
-		if _, err := cp.appendOrdinary(ctx, s); err != nil {
+		if _, err := cp.appendOrdinary(ctx, s, true); err != nil {
 			return SaveResult{}, err
 		}
 		w.extra = setMember(w.extra, "append_acknowledged", []byte("true"))

@@ -98,26 +98,15 @@ func (cp *Checkpoint) Save(ctx context.Context, s session.Session, args SaveArgs
 	if conversation {
 		toSave = mapItems(toSave, sanitize)
 	}
-	dg := newDigester(ignoreIDs)
-	remaining, err := dg.counts(toSave)
+	lists := [][]session.Item{converted, heldIf(args)}
+	if conversation {
+		for i := range lists {
+			lists[i] = mapItems(lists[i], sanitize)
+		}
+	}
+	count, err := persistedCount(toSave, lists, ignoreIDs)
 	if err != nil {
 		return SaveResult{}, err
-	}
-	count := 0
-	for _, list := range [][]session.Item{converted, heldIf(args)} {
-		if conversation {
-			list = mapItems(list, sanitize)
-		}
-		ds, err := dg.digests(list)
-		if err != nil {
-			return SaveResult{}, err
-		}
-		for _, d := range ds {
-			if remaining[d] > 0 {
-				remaining[d]--
-				count++
-			}
-		}
 	}
 	if conversation {
 		toSave = slices.DeleteFunc(toSave, unpersistable)
@@ -150,6 +139,56 @@ func (cp *Checkpoint) Save(ctx context.Context, s session.Session, args SaveArgs
 	local := hasLocalOutputs(args.NewItems) || (args.settlingHeld && hasLocalOutputs(args.Input))
 	res.Compaction, err = compact(ctx, s, args.ResponseID, args.Store, local)
 	return res, err
+}
+
+// persistedCount returns how many items of lists the batch toSave
+// carries, matching by digest as Python does (each item of toSave matches
+// one item of lists at most). When every item of lists is itself in toSave
+// (the same Item, which has the same digest), that is all of them, and no
+// digest is needed: only a batch that dedup or sanitising changed is
+// digested.
+func persistedCount(toSave []session.Item, lists [][]session.Item, ignoreIDs bool) (int, error) {
+	if n, ok := countSame(toSave, lists); ok {
+		return n, nil
+	}
+	dg := newDigester(ignoreIDs)
+	remaining, err := dg.counts(toSave)
+	if err != nil {
+		return 0, err
+	}
+	count := 0
+	for _, list := range lists {
+		ds, err := dg.digests(list)
+		if err != nil {
+			return 0, err
+		}
+		for _, d := range ds {
+			if remaining[d] > 0 {
+				remaining[d]--
+				count++
+			}
+		}
+	}
+	return count, nil
+}
+
+// countSame matches each item of lists to an occurrence of the same Item
+// in toSave, each occurrence once; ok is false when one has no match.
+func countSame(toSave []session.Item, lists [][]session.Item) (n int, ok bool) {
+	left := make(map[session.Item]int, len(toSave))
+	for _, it := range toSave {
+		left[it]++
+	}
+	for _, list := range lists {
+		for _, it := range list {
+			if left[it] == 0 {
+				return 0, false
+			}
+			left[it]--
+			n++
+		}
+	}
+	return n, true
 }
 
 // sliceTurn drops the first n items already persisted this turn, re-adding
