@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentsessions/sessions/adapters/memory"
+	"github.com/agentsessions/sessions/history"
 	"github.com/agentsessions/sessions/runstate"
 	"github.com/agentsessions/sessions/session"
 )
@@ -44,4 +45,8 @@ func TestPersistBeforeAppend(t *testing.T) {
 	all, err = s.Items(ctx)
 	require.NoError(t, err)
 	require.Len(t, all, 2, "nothing appended when the checkpoint could not be saved")
+	require.NotNil(t, cp.Pending, "the record stays on the checkpoint for Resume")
+	want, err := history.Digests(all, false)
+	require.NoError(t, err)
+	require.Equal(t, want, cp.Pending.Before, "with the tail digests computed before Save returned")
 }
