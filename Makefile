@@ -12,7 +12,7 @@ LAUNCHER    := internal/testservers/launcher
 NESTED      := otelsession
 PKGS        := ./...
 
-.PHONY: test vet lint bench fuzz launcher reliability
+.PHONY: test vet lint bench fuzz launcher reliability chart
 
 ## test: vet, then every test with -race against every backend the suite can
 ## start, in the library and in each nested module. The reliability campaign
@@ -57,3 +57,8 @@ fuzz:
 	  for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/func //'); do \
 	    echo "== $$pkg $$f"; $(GO) test -run='^$$' -fuzz="^$$f\$$" -fuzztime=$(FUZZTIME) $$pkg || exit 1; \
 	  done; done
+
+## chart: run the SQLite and Redis benchmarks and write the library-vs-raw
+## charts and tables into docs/benchmarks (needs redis-server; a quiet machine).
+chart:
+	$(GO) run ./internal/benchchart -out docs/benchmarks
