@@ -18,14 +18,15 @@ func (d *itemData) lookup(key string) ([]byte, bool) {
 	found := false
 	n := int(ix.n)
 	for j := 0; j < n; j++ {
-		k, v := int(ix.at[j][0]), int(ix.at[j][1])
+		k := int(ix.at[j])
+		v := valueAfterKey(raw, k)
 		if !keyIs(raw, k, v, key) {
 			continue
 		}
 		var end int
 		switch {
 		case j+1 < n:
-			end = endBefore(raw, int(ix.at[j+1][0]))
+			end = endBefore(raw, int(ix.at[j+1]))
 		case !ix.more:
 			end = trimSpaceBack(raw, int(ix.close))
 		default:
@@ -41,7 +42,7 @@ func (d *itemData) lookup(key string) ([]byte, bool) {
 	if n == 0 {
 		i = skipSpace(raw, 0) + 1 // after '{'
 	} else {
-		i = skipValue(raw, int(ix.at[n-1][1]))
+		i = skipValue(raw, valueAfterKey(raw, int(ix.at[n-1])))
 	}
 	for {
 		i = skipSpace(raw, i)
@@ -72,6 +73,12 @@ func keyIs(raw []byte, k, v int, key string) bool {
 		return string(name) == key
 	}
 	return unescape(name) == key
+}
+
+// valueAfterKey returns the offset of the value of the member whose key
+// starts at k (in a validated object).
+func valueAfterKey(raw []byte, k int) int {
+	return skipSpace(raw, skipSpace(raw, skipValidString(raw, k))+1)
 }
 
 // endBefore returns the end of the value whose member is followed by the

@@ -16,15 +16,16 @@ const maxDepth = 10000
 const inlineMembers = 8
 
 // index locates the top-level members of an item's object, recorded by
-// scanObject while it validates: at[j] holds the offsets of member j's key
-// (its opening quote) and of its value. Everything else (a key's closing
-// quote, a value's end) is found from these by skipping the whitespace and
-// punctuation between them, so the index costs 8 bytes per member.
+// scanObject while it validates: at[j] holds the offset of member j's key
+// (its opening quote). Everything else (the key's closing quote, the value,
+// the value's end) is found from these by skipping the key and the
+// whitespace and punctuation around it, so the index costs 4 bytes per
+// member and an itemData fits a 64-byte allocation.
 type index struct {
 	n     uint8  // members recorded in at
 	more  bool   // the object has members beyond at (or none were recorded)
 	close uint32 // offset of the object's closing brace
-	at    [inlineMembers][2]uint32
+	at    [inlineMembers]uint32
 }
 
 // validObject reports whether b is exactly one JSON object with optional
@@ -78,7 +79,7 @@ func scanObject(b []byte, ix *index) bool {
 					return false
 				}
 				if len(stack) == 1 {
-					ix.record(k, i)
+					ix.record(k)
 				}
 			}
 			continue
@@ -146,7 +147,7 @@ func scanObject(b []byte, ix *index) bool {
 						return false
 					}
 					if len(stack) == 1 {
-						ix.record(k, i)
+						ix.record(k)
 					}
 				}
 			case '}', ']':
@@ -167,10 +168,10 @@ func scanObject(b []byte, ix *index) bool {
 	}
 }
 
-// record notes a top-level member whose key starts at k and value at v.
-func (ix *index) record(k, v int) {
+// record notes a top-level member whose key starts at k.
+func (ix *index) record(k int) {
 	if ix.n < inlineMembers {
-		ix.at[ix.n] = [2]uint32{uint32(k), uint32(v)}
+		ix.at[ix.n] = uint32(k)
 		ix.n++
 		return
 	}

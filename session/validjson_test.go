@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // reference is the definition validObject must match: encoding/json's
@@ -170,5 +171,14 @@ func TestValidStringEveryPosition(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestItemBookkeepingSize: an Item's bookkeeping (its bytes' slice header
+// and the member index) fits one 64-byte allocation, the size class that
+// reads allocate once per item.
+func TestItemBookkeepingSize(t *testing.T) {
+	if n := unsafe.Sizeof(itemData{}); n > 64 {
+		t.Errorf("itemData is %d bytes, want at most 64", n)
 	}
 }
