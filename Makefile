@@ -50,13 +50,12 @@ lint: vet
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -count=1 ./adapters/... ./internal/pyjson/
 
-## fuzz: a short run of every fuzz target (FUZZTIME each).
+## fuzz: every fuzz target for FUZZTIME, FUZZJOBS targets at a time
+## (the budget run: make fuzz FUZZTIME=10m FUZZJOBS=2).
 FUZZTIME ?= 30s
+FUZZJOBS ?= 1
 fuzz:
-	@$(GO) list -f '{{.ImportPath}} {{.Dir}}' $(PKGS) | while read pkg dir; do \
-	  for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/func //'); do \
-	    echo "== $$pkg $$f"; $(GO) test -run='^$$' -fuzz="^$$f\$$" -fuzztime=$(FUZZTIME) $$pkg || exit 1; \
-	  done; done
+	FUZZTIME=$(FUZZTIME) JOBS=$(FUZZJOBS) GO=$(GO) scripts/fuzz.sh
 
 ## chart: run the SQLite and Redis benchmarks and write the library-vs-raw
 ## charts and tables into docs/benchmarks (needs redis-server; a quiet machine).
