@@ -20,11 +20,12 @@ type member struct {
 //
 // An ordinary record is a batch whose append is registered and may or may
 // not have committed: Before is nil until the first append attempt reads
-// the tail. While that append runs, its digests may still be pending: they
-// are computed when the record is encoded (so a checkpoint persisted from
-// inside AddItems, as PersistBeforeAppend does, carries them) and before
-// the call returns with the record still on the checkpoint. A held record (Held) is a batch withheld from the Session under
-// the output-guardrail gate; its Before is always nil.
+// the tail. While that append runs, the tail's digests may still be
+// pending: they are computed when the record is encoded (so a checkpoint
+// persisted from inside AddItems, as PersistBeforeAppend does, carries
+// them) and before a call returns with the record still on the checkpoint.
+// A held record (Held) is a batch withheld from the Session under the
+// output-guardrail gate; its Before is always nil.
 type PendingWrite struct {
 	// SessionID is the id of the session the batch belongs to.
 	SessionID string

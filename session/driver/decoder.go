@@ -14,8 +14,8 @@ const maxBlock = 64
 // DecodeStoredString do, but allocates the bookkeeping of many Items at
 // once (up to 64) instead of one allocation each: a read of n records
 // costs n/64 allocations instead of n. Items it returned share those
-// blocks: keeping one keeps its block's bookkeeping (about 100 bytes per
-// Item) alive, never the other Items' bytes.
+// blocks: keeping one keeps its block's bookkeeping (64 bytes per Item)
+// alive, never the other Items' bytes.
 //
 // The zero Decoder is ready to use, and a nil *Decoder decodes each record
 // on its own, as DecodeStored does. A Decoder is not safe for concurrent
