@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -18,8 +19,10 @@ import (
 // the same work (one command, arguments prepared outside the loop, no
 // validation, results not decoded), in the same run, interleaved (the order
 // alternates every iteration), on the shared standalone server. They report
-// each side's time per op, the ratio adapter/raw, and each side's
-// allocations per op (measured apart, with testing.AllocsPerRun).
+// each side's median time per op (a median, so that a stall of the shared
+// machine does not decide the ratio), the ratio adapter/raw of the
+// medians, and each side's allocations per op (measured apart, with
+// testing.AllocsPerRun).
 
 // benchItems returns n realistic message items (about 170 bytes each).
 func benchItems(tag string, n int) []session.Item {
@@ -40,8 +43,8 @@ func itemArgs(items []session.Item) []any {
 }
 
 // pair runs raw and adapter b.N times each, alternating which goes first,
-// and reports each one's time per op, their ratio (adapter/raw) and each
-// one's allocations per op. between, when set, runs before iteration i
+// and reports each one's median time per op, their ratio (adapter/raw)
+// and each one's allocations per op. between, when set, runs before iteration i
 // with the timer stopped.
 func pair(b *testing.B, raw, adapter func() error, between func(i int)) {
 	b.Helper()
@@ -56,13 +59,14 @@ func pair(b *testing.B, raw, adapter func() error, between func(i int)) {
 		between(0)
 	}
 	rawAllocs, adAllocs := allocs(raw), allocs(adapter)
-	var rawT, adT time.Duration
-	run := func(f func() error, into *time.Duration) {
+	rawT := make([]time.Duration, 0, b.N)
+	adT := make([]time.Duration, 0, b.N)
+	run := func(f func() error, into *[]time.Duration) {
 		t0 := time.Now()
 		if err := f(); err != nil {
 			b.Fatal(err)
 		}
-		*into += time.Since(t0)
+		*into = append(*into, time.Since(t0))
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -81,11 +85,18 @@ func pair(b *testing.B, raw, adapter func() error, between func(i int)) {
 		}
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(rawT.Nanoseconds())/float64(b.N), "raw-ns/op")
-	b.ReportMetric(float64(adT.Nanoseconds())/float64(b.N), "adapter-ns/op")
-	b.ReportMetric(float64(adT)/float64(rawT), "ratio")
+	rm, am := median(rawT), median(adT)
+	b.ReportMetric(float64(rm.Nanoseconds()), "raw-ns/op")
+	b.ReportMetric(float64(am.Nanoseconds()), "adapter-ns/op")
+	b.ReportMetric(float64(am)/float64(rm), "ratio")
 	b.ReportMetric(rawAllocs, "raw-allocs/op")
 	b.ReportMetric(adAllocs, "adapter-allocs/op")
+}
+
+// median returns the median of ds, reordering ds.
+func median(ds []time.Duration) time.Duration {
+	slices.Sort(ds)
+	return ds[len(ds)/2]
 }
 
 func benchSetup(b *testing.B, opts Options) (context.Context, goredis.UniversalClient, *Store, *Session, string) {
