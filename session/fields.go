@@ -19,10 +19,11 @@ func (d *itemData) lookup(key string) ([]byte, bool) {
 	n := int(ix.n)
 	for j := 0; j < n; j++ {
 		k := int(ix.at[j])
-		v := valueAfterKey(raw, k)
-		if !keyIs(raw, k, v, key) {
+		ke := keyEnd(raw, k)
+		if !nameIs(raw[k+1:ke-1], key) {
 			continue
 		}
+		v := skipSpace(raw, skipSpace(raw, ke)+1) // past ':'
 		var end int
 		switch {
 		case j+1 < n:
@@ -42,7 +43,8 @@ func (d *itemData) lookup(key string) ([]byte, bool) {
 	if n == 0 {
 		i = skipSpace(raw, 0) + 1 // after '{'
 	} else {
-		i = skipValue(raw, valueAfterKey(raw, int(ix.at[n-1])))
+		k := int(ix.at[n-1])
+		i = skipValue(raw, skipSpace(raw, skipSpace(raw, keyEnd(raw, k))+1))
 	}
 	for {
 		i = skipSpace(raw, i)
@@ -68,17 +70,37 @@ func keyIs(raw []byte, k, v int, key string) bool {
 	// The closing quote: back from the value over whitespace, ':' and
 	// whitespace.
 	e := trimSpaceBack(raw, trimSpaceBack(raw, v)-1) - 1
-	name := raw[k+1 : e]
-	if bytes.IndexByte(name, '\\') < 0 {
-		return string(name) == key
-	}
-	return unescape(name) == key
+	return nameIs(raw[k+1:e], key)
 }
 
-// valueAfterKey returns the offset of the value of the member whose key
-// starts at k (in a validated object).
-func valueAfterKey(raw []byte, k int) int {
-	return skipSpace(raw, skipSpace(raw, skipValidString(raw, k))+1)
+// nameIs reports whether the body of a member name (between its quotes)
+// decodes to key. An escape only ever makes the body longer than the text
+// it stands for, so the lengths settle most names without a search.
+func nameIs(name []byte, key string) bool {
+	switch {
+	case len(name) == len(key):
+		return string(name) == key && bytes.IndexByte(name, '\\') < 0
+	case len(name) > len(key) && bytes.IndexByte(name, '\\') >= 0:
+		return unescape(name) == key
+	}
+	return false
+}
+
+// keyEnd returns the index after the closing quote of the member name
+// whose opening quote is at raw[k]. Names are short: a plain loop beats
+// a search call.
+func keyEnd(raw []byte, k int) int {
+	i := k + 1
+	for {
+		switch raw[i] {
+		case '"':
+			return i + 1
+		case '\\':
+			i += 2 // the escaped byte never ends the name
+		default:
+			i++
+		}
+	}
 }
 
 // endBefore returns the end of the value whose member is followed by the
