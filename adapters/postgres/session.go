@@ -218,6 +218,9 @@ type decoder struct {
 // scanAll reads rows until they end or d holds n items, and closes them.
 func (d *decoder) scanAll(rows pgx.Rows, n int) error {
 	defer rows.Close()
+	if n < math.MaxInt {
+		d.dec.Expect(n - len(d.items))
+	}
 	for len(d.items) < n && rows.Next() {
 		if err := d.scan(rows); err != nil {
 			return err
