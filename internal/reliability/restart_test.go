@@ -182,10 +182,55 @@ func TestRedisRestartUnderLoad(t *testing.T) {
 	goroutinesSettle(t, base)
 }
 
+// TestMongoRestartUnderLoad kills (SIGKILL) and restarts a private FerretDB
+// (SQLite backend), then stops it gracefully and starts it again, while 8
+// writers append: errors while it is down, full service after, no partial
+// or duplicated batch, nothing acknowledged lost, no goroutine left behind.
+func TestMongoRestartUnderLoad(t *testing.T) {
+	srv := testservers.NewFerretDB(t)
+	base := runtime.NumGoroutine()
+	ctx := context.Background()
+	uri := srv.URI()
+	st, err := adapters.Open(ctx, uri+"?serverSelectionTimeoutMS=1000&connectTimeoutMS=500")
+	require.NoError(t, err)
+	check, err := adapters.Open(ctx, uri)
+	require.NoError(t, err)
+	stop := make(chan struct{})
+	go func() {
+		// Closed even if Start fails (its Fatalf ends this goroutine), so
+		// that the writers stop and the test reports the failure.
+		defer close(stop)
+		time.Sleep(700 * time.Millisecond)
+		srv.Kill()
+		time.Sleep(400 * time.Millisecond)
+		srv.Start()
+		time.Sleep(700 * time.Millisecond)
+		srv.Stop()
+		time.Sleep(300 * time.Millisecond)
+		srv.Start()
+		time.Sleep(700 * time.Millisecond)
+	}()
+	res := runLoad(t, st, check, []string{"a", "b"}, 8, stop)
+	t.Logf("mongo restart: acked=%d failed=%d present=%d lost=%d duplicated=%d interleaved=%d",
+		res.acked, res.failed, res.present, res.lost, res.duplicated, res.interleaved)
+	require.Positive(t, res.failed, "the writers saw the server down")
+	require.Zero(t, res.lost)
+	require.Zero(t, res.duplicated)
+	require.Zero(t, res.interleaved)
+	// Full service after the restart.
+	s, err := st.Session("after")
+	require.NoError(t, err)
+	require.NoError(t, s.AddItems(ctx, batch(99, 0)))
+	require.NoError(t, st.Close())
+	require.NoError(t, check.Close())
+	goroutinesSettle(t, base)
+}
+
 // TestMongoConnectionsDropUnderLoad cuts every connection to the Mongo-wire
-// server and refuses new ones for a while (what a client sees of a server
-// restart; the test server runs in-process of the launcher and is not
-// restarted), while 8 writers append.
+// server and refuses new ones for a while, with the server itself running
+// throughout (what a client sees of a network cut, or of a restart it
+// cannot tell from one; TestMongoRestartUnderLoad restarts the server
+// itself), while 8 writers append.
 func TestMongoConnectionsDropUnderLoad(t *testing.T) {
 	direct := networked[1].url(t)
 	proxied, proxy := viaProxy(t, direct)

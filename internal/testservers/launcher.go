@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -193,23 +194,41 @@ func testingVerbose() bool {
 // closed, which asks it to stop, and it is killed if it has not exited
 // after stopGrace. deathSig is sent to it if the test process dies.
 func runLauncher(name string, readyTimeout, stopGrace time.Duration, deathSig syscall.Signal, args ...string) (string, error) {
-	bin, err := launcherBinary()
-	if err != nil {
-		return "", err
-	}
 	dir, err := subDir("launcher")
 	if err != nil {
 		return "", err
 	}
-	stdinR, stdinW, err := os.Pipe()
+	p, url, err := startLauncher(name, dir, readyTimeout, deathSig, args...)
 	if err != nil {
 		return "", err
+	}
+	if !onStop(func() { p.stop(stopGrace) }) {
+		p.stop(stopGrace)
+		return "", errors.New("servers already stopped")
+	}
+	return url, nil
+}
+
+// startLauncher runs "launcher ARGS..." in dir, its stderr appended to
+// dir/launcher.log, waits up to readyTimeout for its "READY <url>" line and
+// returns the process and that URL. The process's askStop closes its stdin,
+// which asks it to stop; the pipe is also released when the launcher exits
+// (killed, say). deathSig is sent to it if the test process dies. The caller
+// stops it.
+func startLauncher(name, dir string, readyTimeout time.Duration, deathSig syscall.Signal, args ...string) (*process, string, error) {
+	bin, err := launcherBinary()
+	if err != nil {
+		return nil, "", err
+	}
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return nil, "", err
 	}
 	stdoutR, stdoutW, err := os.Pipe()
 	if err != nil {
 		stdinR.Close()
 		stdinW.Close()
-		return "", err
+		return nil, "", err
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
@@ -221,13 +240,17 @@ func runLauncher(name string, readyTimeout, stopGrace time.Duration, deathSig sy
 	if err != nil {
 		stdinW.Close()
 		stdoutR.Close()
-		return "", err
+		return nil, "", err
 	}
-	p.askStop = func() { stdinW.Close() }
+	closeStdin := sync.OnceFunc(func() { stdinW.Close() })
+	p.askStop = closeStdin
 
 	readyc := make(chan string, 1)
 	go func() {
 		defer stdoutR.Close()
+		// Its stdout ends when the launcher exits: its stdin is of no
+		// more use.
+		defer closeStdin()
 		sc := bufio.NewScanner(stdoutR)
 		for sc.Scan() {
 			if url, ok := strings.CutPrefix(sc.Text(), "READY "); ok {
@@ -240,22 +263,17 @@ func runLauncher(name string, readyTimeout, stopGrace time.Duration, deathSig sy
 
 	timer := time.NewTimer(readyTimeout)
 	defer timer.Stop()
-	var url string
 	select {
-	case url = <-readyc:
+	case url := <-readyc:
+		return p, url, nil
 	case <-p.done:
-		stdinW.Close()
-		return "", p.failure(errors.New("exited before it was ready"))
+		closeStdin()
+		return nil, "", p.failure(errors.New("exited before it was ready"))
 	case <-timer.C:
 		p.kill()
-		stdinW.Close()
-		return "", p.failure(fmt.Errorf("not ready within %v", readyTimeout))
+		closeStdin()
+		return nil, "", p.failure(fmt.Errorf("not ready within %v", readyTimeout))
 	}
-	if !onStop(func() { p.stop(stopGrace) }) {
-		p.stop(stopGrace)
-		return "", errors.New("servers already stopped")
-	}
-	return url, nil
 }
 
 // Time allowed for the container path: pulling an image can take minutes.

@@ -70,5 +70,5 @@ func startFerretDB() (string, error) {
 		return "", err
 	}
 	return runLauncher("launcher ferretdb", ferretReadyTimeout, ferretStopGrace, syscall.SIGKILL,
-		"ferretdb", "-listen", "127.0.0.1:0", "-dir", dir)
+		ferretArgs("127.0.0.1:0", dir)...)
 }
