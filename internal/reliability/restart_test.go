@@ -155,6 +155,9 @@ func TestRedisRestartUnderLoad(t *testing.T) {
 	require.NoError(t, err)
 	stop := make(chan struct{})
 	go func() {
+		// Closed even if Start fails (its Fatalf ends this goroutine), so
+		// that the writers stop and the test reports the failure.
+		defer close(stop)
 		time.Sleep(700 * time.Millisecond)
 		srv.Kill()
 		time.Sleep(400 * time.Millisecond)
@@ -164,7 +167,6 @@ func TestRedisRestartUnderLoad(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 		srv.Start()
 		time.Sleep(700 * time.Millisecond)
-		close(stop)
 	}()
 	res := runLoad(t, st, check, []string{"a", "b", "c"}, 8, stop)
 	t.Logf("redis restart: acked=%d failed=%d present=%d lost=%d duplicated=%d interleaved=%d",
