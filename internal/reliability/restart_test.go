@@ -141,61 +141,39 @@ func goroutinesSettle(t *testing.T, base int) {
 }
 
 // TestRedisRestartUnderLoad kills and restarts a durable redis-server
-// (appendfsync always) while 8 writers append: errors while it is down,
-// full service after, no partial or duplicated batch, nothing acknowledged
-// lost, no goroutine left behind.
+// (appendfsync always) under load; see restartUnderLoad.
 func TestRedisRestartUnderLoad(t *testing.T) {
 	srv := testservers.NewRedisServer(t)
-	base := runtime.NumGoroutine()
-	ctx := context.Background()
-	dsn := srv.URL() + "?dial_timeout=500ms&read_timeout=1s&write_timeout=1s"
-	st, err := adapters.Open(ctx, dsn)
-	require.NoError(t, err)
-	check, err := adapters.Open(ctx, srv.URL())
-	require.NoError(t, err)
-	stop := make(chan struct{})
-	go func() {
-		// Closed even if Start fails (its Fatalf ends this goroutine), so
-		// that the writers stop and the test reports the failure.
-		defer close(stop)
-		time.Sleep(700 * time.Millisecond)
-		srv.Kill()
-		time.Sleep(400 * time.Millisecond)
-		srv.Start()
-		time.Sleep(700 * time.Millisecond)
-		srv.Stop()
-		time.Sleep(300 * time.Millisecond)
-		srv.Start()
-		time.Sleep(700 * time.Millisecond)
-	}()
-	res := runLoad(t, st, check, []string{"a", "b", "c"}, 8, stop)
-	t.Logf("redis restart: acked=%d failed=%d present=%d lost=%d duplicated=%d interleaved=%d",
-		res.acked, res.failed, res.present, res.lost, res.duplicated, res.interleaved)
-	require.Positive(t, res.failed, "the writers saw the server down")
-	require.Zero(t, res.lost)
-	require.Zero(t, res.duplicated)
-	require.Zero(t, res.interleaved)
-	// Full service after the restart.
-	s, err := st.Session("after")
-	require.NoError(t, err)
-	require.NoError(t, s.AddItems(ctx, batch(99, 0)))
-	require.NoError(t, st.Close())
-	require.NoError(t, check.Close())
-	goroutinesSettle(t, base)
+	restartUnderLoad(t, "redis", srv, srv.URL()+"?dial_timeout=500ms&read_timeout=1s&write_timeout=1s", srv.URL(), []string{"a", "b", "c"})
 }
 
-// TestMongoRestartUnderLoad kills (SIGKILL) and restarts a private FerretDB
-// (SQLite backend), then stops it gracefully and starts it again, while 8
-// writers append: errors while it is down, full service after, no partial
-// or duplicated batch, nothing acknowledged lost, no goroutine left behind.
+// TestMongoRestartUnderLoad kills and restarts a private FerretDB (SQLite
+// backend) under load; see restartUnderLoad.
 func TestMongoRestartUnderLoad(t *testing.T) {
 	srv := testservers.NewFerretDB(t)
+	restartUnderLoad(t, "mongo", srv, srv.URI()+"?serverSelectionTimeoutMS=1000&connectTimeoutMS=500", srv.URI(), []string{"a", "b"})
+}
+
+// restartable is a private test server that a test may crash and restart.
+type restartable interface {
+	Kill()  // SIGKILL, as a crash would
+	Stop()  // graceful
+	Start() // again, on the same port and data
+}
+
+// restartUnderLoad has 8 writers append through a store opened on url
+// (with short timeouts) to the sessions ids, while srv is killed (SIGKILL)
+// and started again, then stopped gracefully and started again: errors
+// while it is down, full service after, no partial or duplicated batch,
+// nothing acknowledged lost (checked through a store on checkURL), no
+// goroutine left behind.
+func restartUnderLoad(t *testing.T, name string, srv restartable, url, checkURL string, ids []string) {
+	t.Helper()
 	base := runtime.NumGoroutine()
 	ctx := context.Background()
-	uri := srv.URI()
-	st, err := adapters.Open(ctx, uri+"?serverSelectionTimeoutMS=1000&connectTimeoutMS=500")
+	st, err := adapters.Open(ctx, url)
 	require.NoError(t, err)
-	check, err := adapters.Open(ctx, uri)
+	check, err := adapters.Open(ctx, checkURL)
 	require.NoError(t, err)
 	stop := make(chan struct{})
 	go func() {
@@ -212,14 +190,14 @@ func TestMongoRestartUnderLoad(t *testing.T) {
 		srv.Start()
 		time.Sleep(700 * time.Millisecond)
 	}()
-	res := runLoad(t, st, check, []string{"a", "b"}, 8, stop)
-	t.Logf("mongo restart: acked=%d failed=%d present=%d lost=%d duplicated=%d interleaved=%d",
-		res.acked, res.failed, res.present, res.lost, res.duplicated, res.interleaved)
+	res := runLoad(t, st, check, ids, 8, stop)
+	t.Logf("%s restart: acked=%d failed=%d present=%d lost=%d duplicated=%d interleaved=%d",
+		name, res.acked, res.failed, res.present, res.lost, res.duplicated, res.interleaved)
 	require.Positive(t, res.failed, "the writers saw the server down")
 	require.Zero(t, res.lost)
 	require.Zero(t, res.duplicated)
 	require.Zero(t, res.interleaved)
-	// Full service after the restart.
+	// Full service after the restarts.
 	s, err := st.Session("after")
 	require.NoError(t, err)
 	require.NoError(t, s.AddItems(ctx, batch(99, 0)))
