@@ -70,7 +70,12 @@ func startFerretDB(ctx context.Context, listen string, t tlsFiles, dir string, l
 		return nil, err
 	}
 	// FerretDB wants a "file:" URL of an existing directory, ending with "/".
-	sqliteURL := (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs) + "/"}).String()
+	// Its transactions begin IMMEDIATE (an option FerretDB supports): a
+	// deferred one that reads, then writes, fails at once with SQLITE_BUSY
+	// when another writer holds the lock (SQLite does not wait there, to
+	// avoid a deadlock), which concurrent writers on a loaded machine hit;
+	// an immediate one waits for the lock through the busy timeout.
+	sqliteURL := (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs) + "/", RawQuery: "_txlock=immediate"}).String()
 
 	lc := ferretdb.ListenerConfig{TCP: listen}
 	if t.listen != "" {
