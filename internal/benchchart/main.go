@@ -411,7 +411,7 @@ func resultsMD(rs []Result, m meta) []byte {
 	}
 	b.WriteString("\nEach number is the median over the runs (-count) of the benchmark's own metric. " +
 		"lib ÷ raw: library time over raw-driver time (lower is better); for throughput, library batches/s over raw batches/s (higher is better). " +
-		"SQLite times are medians of interleaved single operations, Redis times means (see each package's bench_test.go).\n\n")
+		"Both packages time single operations interleaved with the raw side, one by one, and report medians (see each package's bench_test.go).\n\n")
 
 	b.WriteString("## Single operations\n\n| package | benchmark | raw ns/op | lib ns/op | lib ÷ raw | raw allocs/op | lib allocs/op |\n|---|---|--:|--:|--:|--:|--:|\n")
 	for _, r := range rs {
