@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -28,19 +27,17 @@ func ferretArgs(listen, dir string) []string {
 //
 // FerretDB runs inside the launcher process (it is embedded as a Go
 // package), so killing the launcher kills the server and closes its
-// listener at once. The launcher passes FerretDB no SQLite pragma, so its
-// databases get FerretDB's defaults (journal_mode WAL, busy_timeout 10 s)
-// and SQLite's synchronous FULL: FerretDB answers a write once its
+// listener at once. The launcher passes FerretDB no SQLite pragma (only
+// _txlock=immediate), so its databases get FerretDB's defaults
+// (journal_mode WAL, busy_timeout 10 s) and SQLite's synchronous FULL:
+// FerretDB answers a write once its
 // transaction is committed to the WAL file, fsync included, so an
 // acknowledged write survives the process being killed.
 type FerretDB struct {
 	tb  testing.TB
 	dir string // working directory: launcher.log, and data/ for the databases
-
-	mu   sync.Mutex
-	port int
-	uri  string
-	proc *process
+	private
+	uri string // guarded by mu
 }
 
 // NewFerretDB starts a private FerretDB (SQLite backend) on a free loopback
@@ -50,8 +47,17 @@ type FerretDB struct {
 // SESSIONS_REQUIRE_BACKENDS=1.
 func NewFerretDB(tb testing.TB) *FerretDB {
 	tb.Helper()
-	s := &FerretDB{tb: tb, dir: tb.TempDir()}
-	if err := s.startNewPort(); err != nil {
+	s := &FerretDB{tb: tb, dir: tb.TempDir(), private: private{grace: ferretStopGrace}}
+	err := s.startNewPort(func(port int) (*process, error) {
+		p, uri, err := startPrivateFerretDB(s.dir, port)
+		if err == nil {
+			s.mu.Lock()
+			s.uri = uri
+			s.mu.Unlock()
+		}
+		return p, err
+	})
+	if err != nil {
 		unavailable(tb, "a private FerretDB (SQLite) via the launcher", err)
 	}
 	tb.Cleanup(func() { s.stop(false) })
@@ -88,10 +94,8 @@ func (s *FerretDB) Start() {
 	s.tb.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.proc != nil {
-		if done, _ := s.proc.exited(); !done {
-			return
-		}
+	if s.running() {
+		return
 	}
 	deadline := time.Now().Add(ferretRestartWindow)
 	for tries := 1; ; tries++ {
@@ -109,41 +113,6 @@ func (s *FerretDB) Start() {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-}
-
-func (s *FerretDB) stop(kill bool) {
-	s.mu.Lock()
-	p := s.proc
-	s.mu.Unlock()
-	if p == nil {
-		return
-	}
-	if kill {
-		p.kill()
-	} else {
-		p.stop(ferretStopGrace)
-	}
-}
-
-// startNewPort starts the server on a free port, choosing another one when
-// the port was taken before FerretDB could bind it.
-func (s *FerretDB) startNewPort() error {
-	var tried attempts
-	for range startRetries {
-		port, err := freePort()
-		if err != nil {
-			return err
-		}
-		p, uri, err := startPrivateFerretDB(s.dir, port)
-		if err == nil {
-			s.mu.Lock()
-			s.port, s.uri, s.proc = port, uri, p
-			s.mu.Unlock()
-			return nil
-		}
-		tried.add("port "+strconv.Itoa(port), err)
-	}
-	return tried
 }
 
 // startPrivateFerretDB runs "launcher ferretdb" on 127.0.0.1:port in dir,

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -73,7 +72,7 @@ func startSharedLocalRedis() (*RedisServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &RedisServer{dir: dir, extraArgs: []string{"--save", "", "--appendonly", "no"}}
+	s := &RedisServer{dir: dir, extraArgs: []string{"--save", "", "--appendonly", "no"}, private: private{grace: redisStopGrace}}
 	if err := s.startNewPort(); err != nil {
 		return nil, err
 	}
@@ -93,10 +92,7 @@ type RedisServer struct {
 	tb        testing.TB
 	dir       string
 	extraArgs []string
-
-	mu   sync.Mutex
-	port int
-	proc *process
+	private
 }
 
 // NewRedisServer starts a private local redis-server that the test may Stop
@@ -109,6 +105,7 @@ func NewRedisServer(tb testing.TB) *RedisServer {
 		tb:        tb,
 		dir:       tb.TempDir(),
 		extraArgs: []string{"--save", "", "--appendonly", "yes", "--appendfsync", "always"},
+		private:   private{grace: redisStopGrace},
 	}
 	if err := s.startNewPort(); err != nil {
 		unavailable(tb, "a private local redis-server", err)
@@ -142,10 +139,8 @@ func (s *RedisServer) Start() {
 	s.tb.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.proc != nil {
-		if done, _ := s.proc.exited(); !done {
-			return
-		}
+	if s.running() {
+		return
 	}
 	p, err := startLocalRedis(s.dir, s.port, s.extraArgs...)
 	if err != nil {
@@ -154,42 +149,15 @@ func (s *RedisServer) Start() {
 	s.proc = p
 }
 
-func (s *RedisServer) stop(kill bool) {
-	s.mu.Lock()
-	p := s.proc
-	s.mu.Unlock()
-	if p == nil {
-		return
-	}
-	if kill {
-		p.kill()
-	} else {
-		p.stop(redisStopGrace)
-	}
-}
-
 // startNewPort starts the server on a free port, choosing another one when
 // the port was taken before redis-server could bind it.
 func (s *RedisServer) startNewPort() error {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		return errNoRedisServer
 	}
-	var tried attempts
-	for range startRetries {
-		port, err := freePort()
-		if err != nil {
-			return err
-		}
-		p, err := startLocalRedis(s.dir, port, s.extraArgs...)
-		if err == nil {
-			s.mu.Lock()
-			s.port, s.proc = port, p
-			s.mu.Unlock()
-			return nil
-		}
-		tried.add("port "+strconv.Itoa(port), err)
-	}
-	return tried
+	return s.private.startNewPort(func(port int) (*process, error) {
+		return startLocalRedis(s.dir, port, s.extraArgs...)
+	})
 }
 
 // errNoRedisServer means the redis-server binary is not installed.

@@ -117,6 +117,7 @@ func NewRedisTLSServer(tb testing.TB) *RedisTLSServer {
 		extraArgs: []string{"--save", "", "--appendonly", "no",
 			"--tls-port", strconv.Itoa(port), "--tls-cert-file", files.Cert, "--tls-key-file", files.Key,
 			"--tls-ca-cert-file", files.CA, "--tls-auth-clients", "no"},
+		private: private{grace: redisStopGrace},
 	}
 	if err := s.startNewPort(); err != nil {
 		unavailable(tb, "a local redis-server with TLS (Debian's redis-server is built with TLS)", err)
