@@ -60,21 +60,12 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usagef("want one store URL")
-	}
-	dsn := pos[0]
-	e.setStatus("opening %s read-only; nothing changed", redactDSN(dsn))
-	st, corrupt, err := openStore(ctx, dsn, readOnly, *sf.connectTimeout)
+	st, corrupt, list, err := openListed(ctx, e, pos, *sf.connectTimeout, ids)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	list, err := sessionIDs(ctx, st, ids, dsn)
-	if err != nil {
-		return err
-	}
-	rep := doctorReport{Store: redactDSN(dsn), Sessions: []doctorSession{}}
+	rep := doctorReport{Store: redactDSN(pos[0]), Sessions: []doctorSession{}}
 	p := newProgress(e, "diagnosed", len(list))
 	for i, id := range list {
 		if err := ctx.Err(); err != nil {

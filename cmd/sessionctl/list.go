@@ -41,21 +41,12 @@ func runList(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usagef("want one store URL")
-	}
-	dsn := pos[0]
-	e.setStatus("opening %s read-only; nothing changed", redactDSN(dsn))
-	st, corrupt, err := openStore(ctx, dsn, readOnly, *sf.connectTimeout)
+	st, corrupt, ids, err := openListed(ctx, e, pos, *sf.connectTimeout, nil)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	ids, err := sessionIDs(ctx, st, nil, dsn)
-	if err != nil {
-		return err
-	}
-	rep := listReport{Store: redactDSN(dsn), Sessions: make([]listSession, 0, len(ids))}
+	rep := listReport{Store: redactDSN(pos[0]), Sessions: make([]listSession, 0, len(ids))}
 	p := newProgress(e, "read", len(ids))
 	failed := 0
 	for i, id := range ids {

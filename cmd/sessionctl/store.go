@@ -195,6 +195,28 @@ func sessionIDs(ctx context.Context, st adapters.Store, ids []string, dsn string
 	return l.ListSessions(ctx)
 }
 
+// openListed opens the store that is the one positional argument,
+// read-only (saying so on the status line), and returns it with its
+// corrupt-record log and the sessions to work on: ids when given, else
+// every session the store lists. The caller closes the store.
+func openListed(ctx context.Context, e *env, pos []string, timeout time.Duration, ids []string) (adapters.Store, *driver.CorruptLog, []string, error) {
+	if len(pos) != 1 {
+		return nil, nil, nil, usagef("want one store URL")
+	}
+	dsn := pos[0]
+	e.setStatus("opening %s read-only; nothing changed", redactDSN(dsn))
+	st, corrupt, err := openStore(ctx, dsn, readOnly, timeout)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	list, err := sessionIDs(ctx, st, ids, dsn)
+	if err != nil {
+		_ = st.Close()
+		return nil, nil, nil, err
+	}
+	return st, corrupt, list, nil
+}
+
 // multiFlag collects a repeatable string flag.
 type multiFlag []string
 
