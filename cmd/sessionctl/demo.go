@@ -90,15 +90,11 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintln(e.stdout)
 	}
 
-	st, err := adapters.Open(ctx, dsn)
+	st, s, err := openDemo(ctx, dsn)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	s, err := st.Session(demoSession)
-	if err != nil {
-		return err
-	}
 
 	// Turn 1: the user's input is persisted; the model answers with a tool
 	// call that needs approval, under output guardrails: the call is
@@ -233,6 +229,21 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
+// openDemo opens the store at dsn and the demo's session in it; the
+// caller closes the store.
+func openDemo(ctx context.Context, dsn string) (adapters.Store, session.Session, error) {
+	st, err := adapters.Open(ctx, dsn)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := st.Session(demoSession)
+	if err != nil {
+		_ = st.Close()
+		return nil, nil, err
+	}
+	return st, s, nil
+}
+
 // runDemoChild is the resumed run: it settles the held batch and, once
 // its append committed, says so and waits to be killed.
 func runDemoChild(ctx context.Context, e *env, args []string) error {
@@ -241,15 +252,11 @@ func runDemoChild(ctx context.Context, e *env, args []string) error {
 		return usagef("internal: %s URL CHECKPOINT", demoChildCommand)
 	}
 	dsn, cpPath := fs.Arg(0), fs.Arg(1)
-	st, err := adapters.Open(ctx, dsn)
+	st, s, err := openDemo(ctx, dsn)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	s, err := st.Session(demoSession)
-	if err != nil {
-		return err
-	}
 	doc, err := os.ReadFile(cpPath)
 	if err != nil {
 		return err
