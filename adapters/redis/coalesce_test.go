@@ -19,10 +19,7 @@ import (
 // its own caller, every other batch lands whole, contiguous and once, and
 // pipelines were really used (counted with a hook).
 func TestCoalescedAppends(t *testing.T) {
-	for name, mk := range map[string]func(testing.TB) goredis.UniversalClient{
-		"standalone": standaloneClient,
-		"cluster":    func(tb testing.TB) goredis.UniversalClient { return clusterClient(tb) },
-	} {
+	for name, mk := range bothClients {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			c := mk(t)

@@ -123,10 +123,7 @@ func TestDefaultKeySpacesDisjoint(t *testing.T) {
 // new one, bytes and expiries kept; sessions it cannot move safely stay
 // where they are and are named in the error.
 func TestMovePrefix(t *testing.T) {
-	for name, mk := range map[string]func(testing.TB) goredis.UniversalClient{
-		"standalone": standaloneClient,
-		"cluster":    func(tb testing.TB) goredis.UniversalClient { return clusterClient(tb) },
-	} {
+	for name, mk := range bothClients {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			c := mk(t)

@@ -46,6 +46,13 @@ func clusterClient(tb testing.TB) *goredis.ClusterClient {
 	return c
 }
 
+// bothClients makes a client on the standalone server and one on the
+// cluster, for tests that run on each.
+var bothClients = map[string]func(testing.TB) goredis.UniversalClient{
+	"standalone": standaloneClient,
+	"cluster":    func(tb testing.TB) goredis.UniversalClient { return clusterClient(tb) },
+}
+
 func newStore(tb testing.TB, c goredis.UniversalClient, opts Options) *Store {
 	tb.Helper()
 	st, err := New(c, opts)

@@ -209,13 +209,7 @@ func (s *Session) AddItems(ctx context.Context, items []session.Item) error {
 // new length: 0 when the list did not exist, in which case nothing was
 // written.
 func (s *Session) pushx(ctx context.Context, items []session.Item, size int) (int64, error) {
-	args := make([]any, 2, 2+len(items))
-	args[0], args[1] = "rpushx", s.keys[0]
-	for _, it := range items {
-		args = append(args, itemArg{it})
-	}
-	cmd := goredis.NewIntCmd(ctx, args...)
-	cmd.SetFirstKeyPos(1)
+	cmd := s.rpushx(ctx, items)
 	if size > maxPipelinedBytes {
 		_ = s.st.client.Process(ctx, onceInt{cmd})
 	} else {
@@ -224,19 +218,25 @@ func (s *Session) pushx(ctx context.Context, items []session.Item, size int) (in
 	return cmd.Result()
 }
 
+// rpushx returns the command RPUSHX of every item onto the items list.
+func (s *Session) rpushx(ctx context.Context, items []session.Item) *goredis.IntCmd {
+	args := make([]any, 2, 2+len(items))
+	args[0], args[1] = "rpushx", s.keys[0]
+	for _, it := range items {
+		args = append(args, itemArg{it})
+	}
+	cmd := goredis.NewIntCmd(ctx, args...)
+	cmd.SetFirstKeyPos(1)
+	return cmd
+}
+
 // pushxExpire is pushx with a TTL: MULTI, RPUSHX of every item, PEXPIRE of
 // every key, EXEC, in one round trip (sent at most once). The server runs
 // the queued commands only on EXEC, all together, so the batch and the
 // refreshed expiries land together or not at all. It returns the list's
 // new length, 0 when the list did not exist (nothing was pushed).
 func (s *Session) pushxExpire(ctx context.Context, items []session.Item) (int64, error) {
-	args := make([]any, 2, 2+len(items))
-	args[0], args[1] = "rpushx", s.keys[0]
-	for _, it := range items {
-		args = append(args, itemArg{it})
-	}
-	push := goredis.NewIntCmd(ctx, args...)
-	push.SetFirstKeyPos(1)
+	push := s.rpushx(ctx, items)
 	_, err := s.st.client.TxPipelined(ctx, func(p goredis.Pipeliner) error {
 		_ = p.Process(ctx, onceInt{push})
 		for _, k := range s.keys {
