@@ -210,27 +210,14 @@ func (s *Session) take(ctx context.Context, d *messageDoc, j int) (bool, error) 
 // popFetch reads the session document and the newest w non-empty message
 // documents of every generation, concurrently.
 func (s *Session) popFetch(ctx context.Context, w int) (*sessionDoc, []messageDoc, error) {
-	type result struct {
-		sd  *sessionDoc
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		sd, err := s.loadSession(ctx)
-		ch <- result{sd, err}
-	}()
-	docs, mErr := s.loadNonEmpty(ctx, nil, w)
-	r := <-ch
-	if r.err != nil {
-		return nil, nil, r.err
-	}
-	if mErr != nil {
-		return nil, nil, mErr
+	sd, docs, err := s.alongSession(ctx, func() ([]messageDoc, error) { return s.loadNonEmpty(ctx, nil, w) })
+	if err != nil {
+		return nil, nil, err
 	}
 	if docs == nil {
 		docs = []messageDoc{}
 	}
-	return r.sd, docs, nil
+	return sd, docs, nil
 }
 
 // loadNonEmpty reads the newest w non-empty message documents of

@@ -148,6 +148,12 @@ func (s *Session) fetch(ctx context.Context, w int, sequential bool) (*sessionDo
 		docs, err := s.loadMessages(ctx, w)
 		return sd, docs, err
 	}
+	return s.alongSession(ctx, func() ([]messageDoc, error) { return s.loadMessages(ctx, w) })
+}
+
+// alongSession reads the session document concurrently with load (a read
+// of message documents) and returns both.
+func (s *Session) alongSession(ctx context.Context, load func() ([]messageDoc, error)) (*sessionDoc, []messageDoc, error) {
 	type result struct {
 		sd  *sessionDoc
 		err error
@@ -157,7 +163,7 @@ func (s *Session) fetch(ctx context.Context, w int, sequential bool) (*sessionDo
 		sd, err := s.loadSession(ctx)
 		ch <- result{sd, err}
 	}()
-	docs, mErr := s.loadMessages(ctx, w)
+	docs, mErr := load()
 	r := <-ch
 	if r.err != nil {
 		return nil, nil, r.err
