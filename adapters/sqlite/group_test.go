@@ -59,7 +59,7 @@ func TestGroupCommitFailingBatch(t *testing.T) {
 		name   string
 		action string // what the trigger raises
 	}{
-		{"statement aborted", "ABORT"},          // the transaction survives: rolled back to the batch's savepoint
+		{"statement aborted", "ABORT"},          // the writer rolls the group back and runs the others again
 		{"transaction rolled back", "ROLLBACK"}, // SQLite drops the whole transaction: the others run again
 	} {
 		t.Run(tc.name, func(t *testing.T) {
