@@ -21,11 +21,14 @@ var (
 type DecryptError struct {
 	SessionID string
 	KeyID     string // the envelope's "kid"
-	Position  int    // the item's index in the read that met it, oldest first
+	Position  int    // the item's index in the read that met it, oldest first; -1 for a checkpoint
 	Err       error  // ErrExpired, ErrUnknownKey, or the token's defect
 }
 
 func (e *DecryptError) Error() string {
+	if e.Position < 0 {
+		return fmt.Sprintf("encrypted: session %q, checkpoint (key id %q): %v", e.SessionID, e.KeyID, e.Err)
+	}
 	return fmt.Sprintf("encrypted: session %q, item %d (key id %q): %v", e.SessionID, e.Position, e.KeyID, e.Err)
 }
 

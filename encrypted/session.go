@@ -27,8 +27,9 @@ type Options struct {
 
 // New returns a Session that encrypts every item it writes to inner and
 // decrypts every item it reads, with the keys of opts derived for inner's
-// session id. The result has exactly inner's latest-N, replace and expiry
-// capabilities.
+// session id. The result has exactly inner's latest-N, replace, expiry
+// and checkpoint capabilities; checkpoint documents are encrypted like
+// items.
 func New(inner session.Session, opts Options) (session.Session, error) {
 	if inner == nil {
 		return nil, errors.New("encrypted: nil session")
@@ -65,6 +66,12 @@ func New(inner session.Session, opts Options) (session.Session, error) {
 	}
 	if p.Replace != nil {
 		p.Replace = s.replaceItems
+	}
+	if p.Checkpoints != nil {
+		p.Checkpoints = encCheckpoints{s: s, inner: p.Checkpoints}
+	}
+	if p.Commit != nil {
+		p.Commit = s.appendWithCheckpoint
 	}
 	return capwrap.Compose(s, p), nil
 }

@@ -114,7 +114,7 @@ type IDInsensitive interface {
 }
 
 // Capability names one optional capability.
-type Capability uint8
+type Capability uint16
 
 // The optional capabilities.
 const (
@@ -125,6 +125,8 @@ const (
 	CapCompaction                                // CompactionAware
 	CapCompactionDeferral                        // CompactionDeferrer
 	CapIgnoresIDs                                // IDInsensitive reporting true
+	CapCheckpoints                               // CheckpointStore
+	CapCheckpointCommit                          // CheckpointCommitter
 )
 
 var capabilityNames = []struct {
@@ -138,6 +140,8 @@ var capabilityNames = []struct {
 	{CapCompaction, "compaction"},
 	{CapCompactionDeferral, "compaction-deferral"},
 	{CapIgnoresIDs, "ignores-ids"},
+	{CapCheckpoints, "checkpoints"},
+	{CapCheckpointCommit, "checkpoint-commit"},
 }
 
 // Capabilities is a set of capabilities.
@@ -211,6 +215,12 @@ func Probe(s Session) Capabilities {
 	}
 	if i, ok := s.(IDInsensitive); ok && i.IgnoreIDsForMatching() {
 		c |= Capabilities(CapIgnoresIDs)
+	}
+	if _, ok := s.(CheckpointStore); ok {
+		c |= Capabilities(CapCheckpoints)
+	}
+	if _, ok := s.(CheckpointCommitter); ok {
+		c |= Capabilities(CapCheckpointCommit)
 	}
 	return c
 }

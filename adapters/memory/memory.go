@@ -40,8 +40,9 @@ type Store struct {
 }
 
 type history struct {
-	records [][]byte
-	expires time.Time // zero: never
+	records     [][]byte
+	checkpoints map[string]checkpoint
+	expires     time.Time // zero: never
 }
 
 // New returns an empty Store.
@@ -170,16 +171,25 @@ func (s *Session) AddItems(ctx context.Context, items []session.Item) error {
 	if len(items) == 0 {
 		return nil
 	}
-	recs := make([][]byte, len(items))
-	for i, it := range items {
-		recs[i] = append([]byte(nil), it.Bytes()...)
-	}
+	recs, _ := records(items)
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
 	h := s.lookup(true)
 	h.records = append(h.records, recs...)
 	s.touch(h)
 	return nil
+}
+
+// records validates a batch and copies its bytes.
+func records(items []session.Item) ([][]byte, error) {
+	if err := driver.ValidateBatch(items); err != nil {
+		return nil, err
+	}
+	recs := make([][]byte, len(items))
+	for i, it := range items {
+		recs[i] = append([]byte(nil), it.Bytes()...)
+	}
+	return recs, nil
 }
 
 // appendRaw stores raw bytes as the next record, unvalidated; for the
@@ -218,15 +228,26 @@ func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 	}
 }
 
-// Clear deletes the session's history.
+// Clear deletes the session's history; its checkpoints stay.
 func (s *Session) Clear(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
-	delete(s.st.data, s.id)
+	s.dropRecords()
 	return nil
+}
+
+// dropRecords empties the history, keeping the checkpoints. The caller
+// holds st.mu.
+func (s *Session) dropRecords() {
+	h := s.st.data[s.id]
+	if h == nil || len(h.checkpoints) == 0 {
+		delete(s.st.data, s.id)
+		return
+	}
+	h.records = nil
 }
 
 // ReplaceItems atomically replaces the history with items.
@@ -237,14 +258,11 @@ func (s *Session) ReplaceItems(ctx context.Context, items []session.Item) error 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	recs := make([][]byte, len(items))
-	for i, it := range items {
-		recs[i] = append([]byte(nil), it.Bytes()...)
-	}
+	recs, _ := records(items)
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
 	if len(recs) == 0 {
-		delete(s.st.data, s.id)
+		s.dropRecords()
 		return nil
 	}
 	h := s.lookup(true)

@@ -35,6 +35,10 @@ type Parts struct {
 	Compaction func(ctx context.Context, args session.CompactionArgs) error
 	// Deferrer is used only with Compaction.
 	Deferrer session.CompactionDeferrer
+	// Checkpoints serves the checkpoint methods.
+	Checkpoints Checkpoints
+	// Commit is AppendWithCheckpoint; used only with Checkpoints.
+	Commit func(ctx context.Context, items []session.Item, name string, doc []byte, version int64) (int64, error)
 }
 
 // Of returns the Parts of inner's own capabilities, each delegating to
@@ -55,6 +59,12 @@ func Of(inner session.Session) Parts {
 	}
 	if d, ok := inner.(session.CompactionDeferrer); ok {
 		p.Deferrer = d
+	}
+	if c, ok := inner.(session.CheckpointStore); ok {
+		p.Checkpoints = c
+	}
+	if c, ok := inner.(session.CheckpointCommitter); ok {
+		p.Commit = c.AppendWithCheckpoint
 	}
 	return p
 }
@@ -109,6 +119,37 @@ func (p deferPart) DeferCompaction(ctx context.Context, responseID string, store
 }
 func (p deferPart) DeferredCompaction() (string, bool) { return p.d.DeferredCompaction() }
 
+// Checkpoints are session.CheckpointStore's own methods.
+type Checkpoints interface {
+	LoadCheckpoint(ctx context.Context, name string) ([]byte, int64, error)
+	SaveCheckpoint(ctx context.Context, name string, doc []byte, version int64) (int64, error)
+	DeleteCheckpoint(ctx context.Context, name string, version int64) error
+	ListCheckpoints(ctx context.Context) ([]string, error)
+}
+
+type checkpointPart struct{ c Checkpoints }
+
+func (p checkpointPart) LoadCheckpoint(ctx context.Context, name string) ([]byte, int64, error) {
+	return p.c.LoadCheckpoint(ctx, name)
+}
+func (p checkpointPart) SaveCheckpoint(ctx context.Context, name string, doc []byte, version int64) (int64, error) {
+	return p.c.SaveCheckpoint(ctx, name, doc, version)
+}
+func (p checkpointPart) DeleteCheckpoint(ctx context.Context, name string, version int64) error {
+	return p.c.DeleteCheckpoint(ctx, name, version)
+}
+func (p checkpointPart) ListCheckpoints(ctx context.Context) ([]string, error) {
+	return p.c.ListCheckpoints(ctx)
+}
+
+type commitPart struct {
+	f func(ctx context.Context, items []session.Item, name string, doc []byte, version int64) (int64, error)
+}
+
+func (p commitPart) AppendWithCheckpoint(ctx context.Context, items []session.Item, name string, doc []byte, version int64) (int64, error) {
+	return p.f(ctx, items, name, doc, version)
+}
+
 // mask numbers the parts present, one bit each, as compose_gen.go's switch
 // expects.
 func (p Parts) mask() int {
@@ -126,6 +167,12 @@ func (p Parts) mask() int {
 		m |= 8
 		if p.Deferrer != nil {
 			m |= 16
+		}
+	}
+	if p.Checkpoints != nil {
+		m |= 32
+		if p.Commit != nil {
+			m |= 64
 		}
 	}
 	return m

@@ -24,6 +24,17 @@ func (fullDeferrer) Touch(context.Context) error                                
 func (fullDeferrer) RunCompaction(context.Context, session.CompactionArgs) error { return nil }
 func (fullDeferrer) DeferCompaction(context.Context, string, *bool) error        { return nil }
 func (fullDeferrer) DeferredCompaction() (string, bool)                          { return "", false }
+func (fullDeferrer) LoadCheckpoint(context.Context, string) ([]byte, int64, error) {
+	return nil, 0, session.ErrNoCheckpoint
+}
+func (fullDeferrer) SaveCheckpoint(context.Context, string, []byte, int64) (int64, error) {
+	return 1, nil
+}
+func (fullDeferrer) DeleteCheckpoint(context.Context, string, int64) error { return nil }
+func (fullDeferrer) ListCheckpoints(context.Context) ([]string, error)     { return nil, nil }
+func (fullDeferrer) AppendWithCheckpoint(context.Context, []session.Item, string, []byte, int64) (int64, error) {
+	return 1, nil
+}
 
 // TestComposeKeepsExactlyTheParts checks every combination: the composed
 // value probes as having exactly the parts given, and the two run-time
@@ -32,8 +43,8 @@ func TestComposeKeepsExactlyTheParts(t *testing.T) {
 	full := fullDeferrer{}
 	latest := func(context.Context, int) ([]session.Item, error) { return nil, nil }
 	replace := func(context.Context, []session.Item) error { return nil }
-	for m := 0; m < 32; m++ {
-		if m&16 != 0 && m&8 == 0 {
+	for m := 0; m < 128; m++ {
+		if m&16 != 0 && m&8 == 0 || m&64 != 0 && m&32 == 0 {
 			continue
 		}
 		var p Parts
@@ -52,6 +63,12 @@ func TestComposeKeepsExactlyTheParts(t *testing.T) {
 		}
 		if m&16 != 0 {
 			p.Deferrer, want = full, want|session.Caps(session.CapCompactionDeferral)
+		}
+		if m&32 != 0 {
+			p.Checkpoints, want = full, want|session.Caps(session.CapCheckpoints)
+		}
+		if m&64 != 0 {
+			p.Commit, want = full.AppendWithCheckpoint, want|session.Caps(session.CapCheckpointCommit)
 		}
 		for _, c := range []core{{}, {aware: true, ignores: true}} {
 			w := want

@@ -159,6 +159,390 @@ func Compose(core Core, p Parts) Core {
 			compactPart
 			deferPart
 		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}}
+	case 32:
+		return struct {
+			Core
+			checkpointPart
+		}{core, checkpointPart{p.Checkpoints}}
+	case 33:
+		return struct {
+			Core
+			latestPart
+			checkpointPart
+		}{core, latestPart{p.Latest}, checkpointPart{p.Checkpoints}}
+	case 34:
+		return struct {
+			Core
+			replacePart
+			checkpointPart
+		}{core, replacePart{p.Replace}, checkpointPart{p.Checkpoints}}
+	case 35:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			checkpointPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, checkpointPart{p.Checkpoints}}
+	case 36:
+		return struct {
+			Core
+			expirePart
+			checkpointPart
+		}{core, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}}
+	case 37:
+		return struct {
+			Core
+			latestPart
+			expirePart
+			checkpointPart
+		}{core, latestPart{p.Latest}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}}
+	case 38:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			checkpointPart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}}
+	case 39:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			checkpointPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}}
+	case 40:
+		return struct {
+			Core
+			compactPart
+			checkpointPart
+		}{core, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}}
+	case 41:
+		return struct {
+			Core
+			latestPart
+			compactPart
+			checkpointPart
+		}{core, latestPart{p.Latest}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}}
+	case 42:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			checkpointPart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}}
+	case 43:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			checkpointPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}}
+	case 44:
+		return struct {
+			Core
+			expirePart
+			compactPart
+			checkpointPart
+		}{core, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}}
+	case 45:
+		return struct {
+			Core
+			latestPart
+			expirePart
+			compactPart
+			checkpointPart
+		}{core, latestPart{p.Latest}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}}
+	case 46:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			checkpointPart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}}
+	case 47:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			checkpointPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}}
+	case 56:
+		return struct {
+			Core
+			compactPart
+			deferPart
+			checkpointPart
+		}{core, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}}
+	case 57:
+		return struct {
+			Core
+			latestPart
+			compactPart
+			deferPart
+			checkpointPart
+		}{core, latestPart{p.Latest}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}}
+	case 58:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			deferPart
+			checkpointPart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}}
+	case 59:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			deferPart
+			checkpointPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}}
+	case 60:
+		return struct {
+			Core
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+		}{core, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}}
+	case 61:
+		return struct {
+			Core
+			latestPart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+		}{core, latestPart{p.Latest}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}}
+	case 62:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}}
+	case 63:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}}
+	case 96:
+		return struct {
+			Core
+			checkpointPart
+			commitPart
+		}{core, checkpointPart{p.Checkpoints}, commitPart{p.Commit}}
+	case 97:
+		return struct {
+			Core
+			latestPart
+			checkpointPart
+			commitPart
+		}{core, latestPart{p.Latest}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}}
+	case 98:
+		return struct {
+			Core
+			replacePart
+			checkpointPart
+			commitPart
+		}{core, replacePart{p.Replace}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}}
+	case 99:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			checkpointPart
+			commitPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}}
+	case 100:
+		return struct {
+			Core
+			expirePart
+			checkpointPart
+			commitPart
+		}{core, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}}
+	case 101:
+		return struct {
+			Core
+			latestPart
+			expirePart
+			checkpointPart
+			commitPart
+		}{core, latestPart{p.Latest}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}}
+	case 102:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			checkpointPart
+			commitPart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}}
+	case 103:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			checkpointPart
+			commitPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}}
+	case 104:
+		return struct {
+			Core
+			compactPart
+			checkpointPart
+			commitPart
+		}{core, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}}
+	case 105:
+		return struct {
+			Core
+			latestPart
+			compactPart
+			checkpointPart
+			commitPart
+		}{core, latestPart{p.Latest}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}}
+	case 106:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			checkpointPart
+			commitPart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}}
+	case 107:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			checkpointPart
+			commitPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}}
+	case 108:
+		return struct {
+			Core
+			expirePart
+			compactPart
+			checkpointPart
+			commitPart
+		}{core, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}}
+	case 109:
+		return struct {
+			Core
+			latestPart
+			expirePart
+			compactPart
+			checkpointPart
+			commitPart
+		}{core, latestPart{p.Latest}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}}
+	case 110:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			checkpointPart
+			commitPart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}}
+	case 111:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			checkpointPart
+			commitPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}}
+	case 120:
+		return struct {
+			Core
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+		}{core, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}}
+	case 121:
+		return struct {
+			Core
+			latestPart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+		}{core, latestPart{p.Latest}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}}
+	case 122:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}}
+	case 123:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}}
+	case 124:
+		return struct {
+			Core
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+		}{core, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}}
+	case 125:
+		return struct {
+			Core
+			latestPart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+		}{core, latestPart{p.Latest}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}}
+	case 126:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}}
+	case 127:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}}
 	}
 	panic("capwrap: impossible part mask")
 }
