@@ -84,6 +84,19 @@ type Checkpoint struct {
 	members    []member                 // the whole document, in order
 	inProgress bool                     // live guard, never serialised
 	folded     map[history.PairKey]bool // call keys folded into the held batch this turn
+	claimed    *PendingWrite            // a held record TakeHeld claimed and no save settled yet
+}
+
+// resumable reports whether a step can carry a pending write (rule 2).
+func (k StepKind) resumable() bool { return k == StepRunAgain || k == StepInterruption }
+
+// known reports whether k is one of the step kinds.
+func (k StepKind) known() bool {
+	switch k {
+	case StepNone, StepInterruption, StepRunAgain, StepFinalOutput:
+		return true
+	}
+	return false
 }
 
 // New returns an empty checkpoint labelled 1.17, the label the Python SDK
@@ -127,16 +140,16 @@ func (cp *Checkpoint) load(data []byte) error {
 	// can write back (the same parser MarshalJSON uses).
 	py, err := pyjson.Dumps(data, pyjson.Options{Compact: true})
 	if err != nil {
-		return loadErr(ErrInvalidDocument, RuleDocument, "not valid JSON: %v", err)
+		return loadErr(ErrInvalidDocument, ruleDocument, "not valid JSON: %v", err)
 	}
 	if !json.Valid(py) {
 		// A float literal beyond float64 reads as infinity, which Python
 		// would write back as the non-JSON token Infinity.
-		return loadErr(ErrInvalidDocument, RuleDocument, "a number is out of range")
+		return loadErr(ErrInvalidDocument, ruleDocument, "a number is out of range")
 	}
 	ms, err := members(data)
 	if err != nil {
-		return loadErr(ErrInvalidDocument, RuleDocument, "the document is not one JSON object: %v", err)
+		return loadErr(ErrInvalidDocument, ruleDocument, "the document is not one JSON object: %v", err)
 	}
 	cp.members = ms
 
@@ -145,9 +158,9 @@ func (cp *Checkpoint) load(data []byte) error {
 	label, isStr := jsonString(raw)
 	switch {
 	case !ok:
-		return loadErr(ErrUnsupportedSchema, RuleSchema, "missing $schemaVersion; supported: %s", strings.Join(supportedSchemas(), ", "))
+		return loadErr(ErrUnsupportedSchema, ruleSchema, "missing $schemaVersion; supported: %s", strings.Join(supportedSchemas(), ", "))
 	case !isStr || !supported(label):
-		return loadErr(ErrUnsupportedSchema, RuleSchema, "unsupported $schemaVersion %s; supported: %s", clip(raw), strings.Join(supportedSchemas(), ", "))
+		return loadErr(ErrUnsupportedSchema, ruleSchema, "unsupported $schemaVersion %s; supported: %s", clip(raw), strings.Join(supportedSchemas(), ", "))
 	}
 	cp.Schema = label
 
@@ -164,7 +177,7 @@ func (cp *Checkpoint) load(data []byte) error {
 	if raw, ok := lookup(ms, keyCount); ok {
 		n, ok := jsonInt(raw)
 		if !ok || n < 0 {
-			return loadErr(ErrInvalidDocument, RulePersistedItemCount, "must be a non-negative int, got %s", clip(raw))
+			return loadErr(ErrInvalidDocument, rulePersistedItemCount, "must be a non-negative int, got %s", clip(raw))
 		}
 		cp.PersistedCount = n
 	}
@@ -172,23 +185,36 @@ func (cp *Checkpoint) load(data []byte) error {
 	// terminal_unrecoverable: only true, only from 1.17 on.
 	if raw, ok := lookup(ms, keyTerminal); ok {
 		if string(raw) != "true" {
-			return loadErr(ErrInvalidTerminalMarker, RuleTerminalMarker, "must be true, got %s", clip(raw))
+			return loadErr(ErrInvalidTerminalMarker, ruleTerminalMarker, "must be true, got %s", clip(raw))
 		}
 		if compareSchemas(label, pendingWriteSchema) < 0 {
-			return loadErr(ErrInvalidTerminalMarker, RuleTerminalMarker, "needs schema %s or newer, the document is %s", pendingWriteSchema, label)
+			return loadErr(ErrInvalidTerminalMarker, ruleTerminalMarker, "needs schema %s or newer, the document is %s", pendingWriteSchema, label)
 		}
 		cp.Terminal = true
 	}
 
 	// pending_session_write (null means none).
 	if raw, ok := lookup(ms, keyPending); ok && !isNull(raw) {
-		w, err := decodePending(label, cp.Step.Kind, raw)
+		w, err := decodePending(label, ruleStepFor(cp.Step.Kind, cp.Terminal), raw)
 		if err != nil {
 			return err
 		}
 		cp.Pending = w
 	}
 	return nil
+}
+
+// ruleStepFor is the step rule 2 judges a record by. A terminal checkpoint
+// may carry the record of the settle it died in under a step that cannot
+// resume (a final output's): MarshalJSON writes such a checkpoint as
+// terminal, so that Load reads it back for inspection and repair while
+// Resume refuses it. Python's loader refuses it, as it refuses the same
+// checkpoint without the marker: both fail closed.
+func ruleStepFor(k StepKind, terminal bool) StepKind {
+	if terminal {
+		return StepRunAgain
+	}
+	return k
 }
 
 // decodeStep reads current_step: null, or an object whose "type" is one of
@@ -199,7 +225,7 @@ func decodeStep(raw json.RawMessage) (Step, error) {
 	}
 	ms, err := members(raw)
 	if err != nil {
-		return Step{}, loadErr(ErrInvalidDocument, RuleStep, "must be null or an object, got %s", clip(raw))
+		return Step{}, loadErr(ErrInvalidDocument, ruleStep, "must be null or an object, got %s", clip(raw))
 	}
 	t, _ := lookup(ms, "type")
 	typ, _ := jsonString(t)
@@ -213,7 +239,7 @@ func decodeStep(raw json.RawMessage) (Step, error) {
 	case string(StepInterruption):
 		return Step{Kind: StepInterruption, Raw: raw, PendingCallIDs: interruptionIDs(ms)}, nil
 	}
-	return Step{}, loadErr(ErrInvalidDocument, RuleStep, "unknown step type %s", clip(t))
+	return Step{}, loadErr(ErrInvalidDocument, ruleStep, "unknown step type %s", clip(t))
 }
 
 // interruptionIDs collects the call ids and ids of an interruption step's
@@ -258,17 +284,17 @@ func interruptionIDs(step []member) []string {
 //   - a record of a later variant (main-line compaction metadata, pending
 //     input, 1.19's current_response): at least the label it was loaded
 //     under.
-func (cp *Checkpoint) writeSchema() string {
+func (cp *Checkpoint) writeSchema(w *PendingWrite, terminal bool) string {
 	label := cp.Schema
 	raise := func(l string) {
 		if compareSchemas(label, l) < 0 {
 			label = l
 		}
 	}
-	if cp.Terminal || cp.Pending != nil {
+	if terminal || w != nil {
 		raise(pendingWriteSchema)
 	}
-	if w := cp.Pending; w != nil {
+	if w != nil {
 		if w.Held || w.heldKey {
 			raise(heldSchema)
 		}
@@ -290,23 +316,40 @@ func (cp *Checkpoint) writeSchema() string {
 // A final-output step is written as null, as Python does; a record still
 // standing with it therefore makes a document Load refuses (fail closed).
 func (cp *Checkpoint) MarshalJSON() ([]byte, error) {
-	ms := cloneMembers(cp.members)
-	ms = setMember(ms, keySchema, encodeString(cp.writeSchema()))
-	ms = setMember(ms, keyStep, cp.Step.encode())
-	if cp.PersistedCount < 0 {
-		return nil, fmt.Errorf("runstate: negative persisted count %d", cp.PersistedCount)
+	w := cp.Pending
+	if w == nil {
+		w = cp.claimed // a claimed batch is on the checkpoint until a save settles it
 	}
+	terminal := cp.Terminal || w != nil && !cp.Step.Kind.resumable()
+	label := cp.writeSchema(w, terminal)
+	if !supported(label) {
+		return nil, fmt.Errorf("%w: unsupported schema %q", ErrInvalidState, label)
+	}
+	if !cp.Step.Kind.known() {
+		return nil, fmt.Errorf("%w: unknown step kind %q", ErrInvalidState, cp.Step.Kind)
+	}
+	if cp.PersistedCount < 0 {
+		return nil, fmt.Errorf("%w: negative persisted count %d", ErrInvalidState, cp.PersistedCount)
+	}
+	step := cp.Step.encode()
+	ms := cloneMembers(cp.members)
+	ms = setMember(ms, keySchema, encodeString(label))
+	ms = setMember(ms, keyStep, step)
 	ms = setMember(ms, keyCount, mustJSON(cp.PersistedCount))
-	if cp.Pending != nil {
-		raw, err := cp.Pending.encode()
+	if w != nil {
+		raw, err := w.encode()
 		if err != nil {
 			return nil, err
+		}
+		// The record must be one Load accepts, by Load's own rules.
+		if _, err := decodePending(label, ruleStepFor(cp.Step.Kind, terminal), raw); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidState, err)
 		}
 		ms = setMember(ms, keyPending, raw)
 	} else {
 		ms = deleteMember(ms, keyPending)
 	}
-	if cp.Terminal {
+	if terminal {
 		ms = setMember(ms, keyTerminal, json.RawMessage("true"))
 	} else {
 		ms = deleteMember(ms, keyTerminal)
@@ -327,6 +370,9 @@ func (s Step) encode() json.RawMessage {
 		if ms, err := members(s.Raw); err == nil {
 			t, _ := lookup(ms, "type")
 			if typ, _ := jsonString(t); typ == string(s.Kind) {
+				if s.Kind == StepInterruption {
+					return syncInterruptions(s.Raw, ms, s.PendingCallIDs)
+				}
 				return s.Raw
 			}
 		}
@@ -413,6 +459,7 @@ func (cp *Checkpoint) Clone() *Checkpoint {
 		Pending:        cp.Pending.clone(),
 		Terminal:       cp.Terminal,
 		members:        cloneMembers(cp.members),
+		claimed:        cp.claimed.clone(),
 	}
 	return c
 }
@@ -456,8 +503,17 @@ func (cp *Checkpoint) SetField(key string, value json.RawMessage) error {
 }
 
 // SetStep sets the current step to kind k (Python's handoff type becomes
-// run-again) and clears its raw form and pending ids.
-func (cp *Checkpoint) SetStep(k StepKind) { cp.Step = newStep(k) }
+// run-again). The calls awaiting approval stay (they are written whenever
+// the step is an interruption), and so does the step's raw form while the
+// kind does not change.
+func (cp *Checkpoint) SetStep(k StepKind) {
+	prev := cp.Step
+	cp.Step = newStep(k)
+	cp.Step.PendingCallIDs = prev.PendingCallIDs
+	if cp.Step.Kind == prev.Kind {
+		cp.Step.Raw = prev.Raw
+	}
+}
 
 // StartTurn begins a new turn: the persisted count goes back to 0 and the
 // record of calls folded into the held batch this turn is forgotten.
@@ -473,4 +529,76 @@ func (cp *Checkpoint) checkResumable() error {
 		return ErrTerminal
 	}
 	return nil
+}
+
+// syncInterruptions returns an interruption step's raw form with its
+// interruptions list brought to ids: an entry stays while one of its ids
+// still awaits approval, and an awaited id no entry names gets an entry of
+// its own. It returns raw itself when nothing changes.
+func syncInterruptions(raw json.RawMessage, step []member, ids []string) json.RawMessage {
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	data, _ := lookup(step, "data")
+	dm, err := members(data)
+	if err != nil {
+		dm = nil
+	}
+	list, _ := lookup(dm, "interruptions")
+	elems, _ := jsonArray(list)
+	covered := map[string]bool{}
+	var kept []json.RawMessage
+	for _, e := range elems {
+		eids := interruptionIDs([]member{{Key: "data", Value: encodeObject([]member{{Key: "interruptions", Value: mustJSON([]json.RawMessage{e})}})}})
+		if slices.ContainsFunc(eids, func(id string) bool { return want[id] }) || len(eids) == 0 {
+			kept = append(kept, e)
+			for _, id := range eids {
+				covered[id] = true
+			}
+		}
+	}
+	changed := len(kept) != len(elems)
+	for _, id := range ids {
+		if !covered[id] {
+			kept = append(kept, encodeObject([]member{{Key: "raw_item", Value: encodeObject([]member{{Key: "call_id", Value: encodeString(id)}})}}))
+			covered[id], changed = true, true
+		}
+	}
+	if !changed {
+		return raw
+	}
+	if kept == nil {
+		kept = []json.RawMessage{}
+	}
+	dm = setMember(dm, "interruptions", mustJSON(kept))
+	return encodeObject(setMember(cloneMembers(step), "data", encodeObject(dm)))
+}
+
+// answer removes calls from those awaiting approval: each id, and the
+// other ids an interruption entry naming it carries (a function call's
+// item id beside its call id).
+func (s *Step) answer(ids []string) {
+	if len(ids) == 0 || len(s.PendingCallIDs) == 0 {
+		return
+	}
+	gone := map[string]bool{}
+	for _, id := range ids {
+		gone[id] = true
+	}
+	if ms, err := members(s.Raw); err == nil && s.Kind == StepInterruption {
+		data, _ := lookup(ms, "data")
+		dm, _ := members(data)
+		list, _ := lookup(dm, "interruptions")
+		elems, _ := jsonArray(list)
+		for _, e := range elems {
+			eids := interruptionIDs([]member{{Key: "data", Value: encodeObject([]member{{Key: "interruptions", Value: mustJSON([]json.RawMessage{e})}})}})
+			if slices.ContainsFunc(eids, func(id string) bool { return gone[id] }) {
+				for _, id := range eids {
+					gone[id] = true
+				}
+			}
+		}
+	}
+	s.PendingCallIDs = slices.DeleteFunc(slices.Clone(s.PendingCallIDs), func(id string) bool { return gone[id] })
 }

@@ -37,7 +37,13 @@ func OptFromPtr[T any](p *T) Opt[T] { return optFromPtr(p) }
 func (cp *Checkpoint) InProgress() bool { return cp.inProgress }
 
 // WriteSchema is the label MarshalJSON writes.
-func (cp *Checkpoint) WriteSchema() string { return cp.writeSchema() }
+func (cp *Checkpoint) WriteSchema() string {
+	w := cp.Pending
+	if w == nil {
+		w = cp.claimed
+	}
+	return cp.writeSchema(w, cp.Terminal || w != nil && !cp.Step.Kind.resumable())
+}
 
 // Extra returns the record's unmodelled members.
 func (w *PendingWrite) Extra() []Member { return w.extra }
@@ -51,3 +57,33 @@ func Settling(args SaveArgs) SaveArgs {
 	args.settlingHeld = true
 	return args
 }
+
+// The load rules' and variants' names, as LoadError.Rule and
+// PendingWrite.Variant report them.
+type Rule = string
+
+const (
+	RuleDocument              = string(ruleDocument)
+	RuleSchema                = string(ruleSchema)
+	RuleStep                  = string(ruleStep)
+	RulePersistedItemCount    = string(rulePersistedItemCount)
+	RuleTerminalMarker        = string(ruleTerminalMarker)
+	RulePendingSchema         = string(rulePendingSchema)
+	RulePendingStep           = string(rulePendingStep)
+	RulePendingObject         = string(rulePendingObject)
+	RulePendingKeys           = string(rulePendingKeys)
+	RulePendingHeldType       = string(rulePendingHeldType)
+	RulePendingHeldBefore     = string(rulePendingHeldBefore)
+	RulePendingHeldKeyTypes   = string(rulePendingHeldKeyTypes)
+	RulePendingHeldOnly       = string(rulePendingHeldOnly)
+	RulePendingSessionID      = string(rulePendingSessionID)
+	RulePendingItems          = string(rulePendingItems)
+	RulePendingBefore         = string(rulePendingBefore)
+	RulePendingPersistedCount = string(rulePendingPersistedCount)
+	RulePendingVariant        = string(rulePendingVariant)
+
+	VariantOrdinary     = variantOrdinary
+	VariantHeld         = variantHeld
+	VariantCompaction   = variantCompaction
+	VariantPendingInput = variantPendingInput
+)

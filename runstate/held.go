@@ -8,11 +8,26 @@ import (
 	"github.com/agentsessions/sessions/session"
 )
 
+// ToolUseBehavior is what an agent does after its tools ran (Python's
+// Agent.tool_use_behavior): the values are Python's.
+type ToolUseBehavior string
+
+// The tool-use behaviours. A behaviour other than ToolUseRunLLMAgain ends
+// the turn on the tool's result; Python's function-valued behaviour is
+// ToolUseCustom here.
+const (
+	ToolUseRunLLMAgain     ToolUseBehavior = "run_llm_again"      // the default: tool results go back to the model
+	ToolUseStopOnFirstTool ToolUseBehavior = "stop_on_first_tool" // the first tool's output is the final output
+	ToolUseStopAtTools     ToolUseBehavior = "stop_at_tools"      // Python's StopAtTools
+	ToolUseCustom          ToolUseBehavior = "custom"             // a function decides
+)
+
 // ShouldDefer is Python's _should_defer_interrupted_session_items: an
 // interrupted turn's items are withheld when output guardrails are
-// configured and the tool-use behaviour is not "run_llm_again".
-func ShouldDefer(hasOutputGuardrails bool, toolUseBehavior string) bool {
-	return hasOutputGuardrails && toolUseBehavior != "run_llm_again"
+// configured and the tool-use behaviour is not ToolUseRunLLMAgain. The
+// zero behaviour is Python's default, ToolUseRunLLMAgain.
+func ShouldDefer(hasOutputGuardrails bool, behavior ToolUseBehavior) bool {
+	return hasOutputGuardrails && behavior != ToolUseRunLLMAgain && behavior != ""
 }
 
 // ParkOptions are the arguments of Park.
@@ -33,15 +48,29 @@ type ParkOptions struct {
 // is merged with the new items into one canonical batch, keeping its
 // session id, response id, store and policy when present; a standing
 // ordinary record is ErrSlotOccupied, and a standing held record of another
-// session ErrWrongSession. Items must not include the run's input. Nothing
-// is registered when the result is empty or no session id is known.
+// session ErrWrongSession. The step must be an interruption or run-again
+// (ErrNoStep otherwise): a held record under any other step is one Load
+// refuses. Items must not include the run's input. Nothing is registered
+// when the result is empty or no session id is known.
 func (cp *Checkpoint) Park(s session.Session, items []session.Item, opts ParkOptions) error {
+	if !cp.Step.Kind.resumable() {
+		return ErrNoStep
+	}
 	_, err := cp.park(s, items, opts.Policy, opts.ResponseID, opts.Store)
 	return err
 }
 
+// unclaim puts a held batch claimed by TakeHeld back in the slot.
+func (cp *Checkpoint) unclaim() {
+	if cp.claimed != nil && cp.Pending == nil {
+		cp.Pending = cp.claimed
+	}
+	cp.claimed = nil
+}
+
 // park returns the newly converted items.
 func (cp *Checkpoint) park(s session.Session, items []session.Item, policy *Policy, responseID *string, store *bool) ([]session.Item, error) {
+	cp.unclaim()
 	w := cp.Pending
 	if w != nil && !w.Held {
 		return nil, ErrSlotOccupied
@@ -85,7 +114,7 @@ func (cp *Checkpoint) park(s session.Session, items []session.Item, policy *Poli
 		ResponseID:            optFromPtr(responseID),
 		Store:                 optFromPtr(store),
 		ReasoningItemIDPolicy: optFromPtr(policy),
-		variant:               VariantHeld,
+		variant:               variantHeld,
 	}
 	if w != nil {
 		if id, ok := w.ResponseID.Get(); ok && id != "" {
@@ -217,16 +246,18 @@ func withdraw(held []session.Item, gone map[history.PairKey]bool) []session.Item
 	return kept
 }
 
-// TakeHeld frees the slot and returns the held batch (nil when no held
-// record stands). The caller hands the items to SaveResumedTurn in the same
-// exit, with a session attached, or drops them deliberately.
+// TakeHeld claims the held batch and returns it (nil when no held record
+// stands): the slot is free for the exit's save, and the caller hands the
+// items to SaveResumedTurn in the same exit. Until a save settles it, the
+// claimed batch stays on the checkpoint: MarshalJSON writes it as the held
+// record, a save that fails before its append (or gets no session) puts it
+// back, and only DiscardHeld drops it.
 func (cp *Checkpoint) TakeHeld() []session.Item {
 	if !cp.HasHeld() {
 		return nil
 	}
-	items := cp.Pending.Items
-	cp.Pending = nil
-	return items
+	cp.claimed, cp.Pending = cp.Pending, nil
+	return cp.claimed.Items
 }
 
 // HasHeld reports whether a held record stands.
@@ -241,6 +272,10 @@ func (cp *Checkpoint) HasHeld() bool { return cp.Pending != nil && cp.Pending.He
 // max-turns handler's output) wait until their exit succeeded: use
 // DiscardHeldAfter.
 func (cp *Checkpoint) DiscardHeld() bool {
+	if cp.claimed != nil {
+		cp.claimed = nil
+		return true
+	}
 	if !cp.HasHeld() {
 		return false
 	}
@@ -257,6 +292,7 @@ func (cp *Checkpoint) DiscardHeldAfter(ctx context.Context, exit func(context.Co
 	if err := exit(ctx); err != nil {
 		return err
 	}
+	cp.unclaim()
 	if w := cp.Pending; w != nil && w.Held {
 		cp.DiscardHeld()
 		observe(ctx, Event{Kind: EventHeldDiscarded, SessionID: w.SessionID, Items: len(w.Items)})

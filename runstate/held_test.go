@@ -2,6 +2,7 @@ package runstate_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -161,11 +162,28 @@ func TestFailedFinalSettleFailsClosed(t *testing.T) {
 			require.NotNil(t, cp.Pending, "the batch is recorded")
 			b, err := cp.MarshalJSON()
 			require.NoError(t, err)
-			_, err = runstate.Load(b)
+			// Fail closed, readably: the document is terminal and keeps
+			// the batch; Load reads it back, Resume refuses it.
+			back, err := runstate.Load(b)
+			require.NoError(t, err)
+			assert.True(t, back.Terminal)
+			require.NotNil(t, back.Pending)
+			assert.Equal(t, types(strs(cp.Pending.Items)), types(strs(back.Pending.Items)))
+			_, err = back.Resume(ctx, s)
+			assert.ErrorIs(t, err, runstate.ErrTerminal)
+			again, err := back.MarshalJSON()
+			require.NoError(t, err)
+			assert.Equal(t, string(b), string(again), "written back byte for byte")
+			// Python's own mid-settle document (no marker) is still refused.
+			var doc map[string]any
+			require.NoError(t, json.Unmarshal(b, &doc))
+			delete(doc, "terminal_unrecoverable")
+			py, err := json.Marshal(doc)
+			require.NoError(t, err)
+			_, err = runstate.Load(py)
 			var le *runstate.LoadError
 			require.ErrorAs(t, err, &le)
 			assert.Equal(t, runstate.RulePendingStep, le.Rule)
-			assert.ErrorIs(t, err, runstate.ErrInvalidPendingWrite)
 		})
 	}
 }
@@ -465,8 +483,8 @@ func TestOutputGuardrailGate(t *testing.T) {
 			assert.Equal(t, tc.after, cp.PersistedCount)
 		})
 	}
-	assert.Equal(t, "Cannot resume a serialized approval checkpoint with output guardrails because the current response boundary cannot be proven. Start a new run from safe input.", runstate.ErrBoundaryUnproven.Error())
-	assert.Equal(t, "Cannot resume an approval checkpoint with output guardrails after current-turn items were persisted. Start a new run from safe input.", runstate.ErrPersistedBeforeGate.Error())
+	assert.Equal(t, "Cannot resume a serialized approval checkpoint with output guardrails because the current response boundary cannot be proven. Start a new run from safe input.", runstate.ErrBoundaryUnproven.Python)
+	assert.Equal(t, "Cannot resume an approval checkpoint with output guardrails after current-turn items were persisted. Start a new run from safe input.", runstate.ErrPersistedBeforeGate.Python)
 	assert.True(t, runstate.ShouldDefer(true, "stop_on_first_tool"))
 	assert.False(t, runstate.ShouldDefer(true, "run_llm_again"))
 	assert.False(t, runstate.ShouldDefer(false, "stop_on_first_tool"))

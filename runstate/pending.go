@@ -59,14 +59,18 @@ type PendingWrite struct {
 	tail          []session.Item
 	tailRead      bool
 	tailIgnoreIDs bool
+	// prefetched is the tail the save that registered the record read just
+	// before, with nothing written since; the first append attempt uses it
+	// instead of reading the tail again.
+	prefetched *sessionTail
 
 	variant string // key-table row the record was loaded under
 	label   string // that row's label: the least a record with extra needs
 	heldKey bool   // "held": false was present
 }
 
-// Variant returns the shape the record was loaded as (VariantOrdinary,
-// VariantHeld, VariantCompaction or VariantPendingInput), or "" for a
+// Variant returns the shape the record was loaded as ("ordinary",
+// "held", "compaction-metadata" or "pending-input"), or "" for a
 // record made in this process.
 func (w *PendingWrite) Variant() string { return w.variant }
 
@@ -91,6 +95,25 @@ func (w *PendingWrite) digestTail() error {
 	return nil
 }
 
+// prefetch records a tail the registering save read (nil: none).
+func (w *PendingWrite) prefetch(t *sessionTail, ignoreIDs bool) {
+	if t != nil && t.items != nil {
+		w.prefetched = t
+		w.tailIgnoreIDs = ignoreIDs
+	}
+}
+
+// takePrefetched returns the last n items of the prefetched tail when it
+// holds them (or the whole history), and forgets it either way.
+func (w *PendingWrite) takePrefetched(n int) ([]session.Item, bool) {
+	t := w.prefetched
+	w.prefetched = nil
+	if t == nil || (len(t.items) < n && !t.whole) {
+		return nil, false
+	}
+	return t.items[max(0, len(t.items)-n):], true
+}
+
 // clone returns a deep copy of w.
 func (w *PendingWrite) clone() *PendingWrite {
 	if w == nil {
@@ -105,6 +128,7 @@ func (w *PendingWrite) clone() *PendingWrite {
 		c.Before = append([]string{}, w.Before...)
 	}
 	c.tail = slices.Clone(w.tail) // Items never change: no deep copy
+	c.prefetched = nil
 	c.ResponseID = w.ResponseID.clone()
 	c.Store = w.Store.clone()
 	c.ReasoningItemIDPolicy = w.ReasoningItemIDPolicy.clone()

@@ -91,7 +91,7 @@ func TestRecoveryRefusesWhatItCannotProve(t *testing.T) {
 		cp.Pending = &runstate.PendingWrite{SessionID: "s1", Items: items(user("A")), Before: []string{d}, PersistedCount: 1}
 		_, err = cp.Resume(ctx, s)
 		require.ErrorIs(t, err, runstate.ErrCannotReconcile)
-		assert.Equal(t, runstate.ErrCannotReconcile.Error(), "Cannot reconcile the pending Session write: history changed or is ambiguous. Repair the original Session before resuming; do not rerun the completed tool.")
+		assert.Equal(t, runstate.ErrCannotReconcile.Python, "Cannot reconcile the pending Session write: history changed or is ambiguous. Repair the original Session before resuming; do not rerun the completed tool.")
 		assert.Len(t, s.all(t), 2)
 		assert.Empty(t, s.appends)
 	})
@@ -121,7 +121,7 @@ func TestRecoveryNeedsTheOriginalSession(t *testing.T) {
 		other := newFake(t, "s2")
 		_, err := cp.Resume(ctx, other)
 		require.ErrorIs(t, err, runstate.ErrWrongSession)
-		assert.Equal(t, "Resume the pending Session write with the original Session and session ID", runstate.ErrWrongSession.Error())
+		assert.Equal(t, "Resume the pending Session write with the original Session and session ID", runstate.ErrWrongSession.Python)
 		assert.Empty(t, other.all(t))
 		assert.Zero(t, other.calls, "nothing is read or written")
 		assert.NotNil(t, cp.Pending)
@@ -184,7 +184,7 @@ func TestRecoveryInProgressGuard(t *testing.T) {
 	_, err := cp.Resume(ctx, s)
 	require.NoError(t, err)
 	require.ErrorIs(t, nested, runstate.ErrWriteInProgress)
-	assert.Equal(t, "The pending Session write is already in progress for this RunState", runstate.ErrWriteInProgress.Error())
+	assert.Equal(t, "The pending Session write is already in progress for this RunState", runstate.ErrWriteInProgress.Python)
 	assert.Len(t, s.all(t), 2, "the nested attempt wrote nothing")
 
 	// A clone is a checkpoint copy: its guard starts released.
@@ -203,7 +203,7 @@ func TestSingleSlot(t *testing.T) {
 	n := len(s.appends)
 	_, err := cp.Save(ctx, s, runstate.SaveArgs{NewItems: items(call("c2"), output("c2")), Register: true})
 	require.ErrorIs(t, err, runstate.ErrSlotOccupied)
-	assert.Equal(t, "Resolve the pending Session write before saving another batch", runstate.ErrSlotOccupied.Error())
+	assert.Equal(t, "Resolve the pending Session write before saving another batch", runstate.ErrSlotOccupied.Python)
 	assert.Len(t, s.appends, n, "nothing is written")
 	assert.Equal(t, "c1", cp.Pending.Items[0].CallID(), "the standing record is untouched")
 	err = cp.Park(s, items(call("c3")), runstate.ParkOptions{})

@@ -29,12 +29,15 @@ import (
 // Resume also forgets which outputs were folded into the held batch by an
 // earlier run on this live checkpoint (see ExtendHeld).
 //
-// The returned SaveResult describes a held entry settle, or the compaction
-// a main-line compaction-metadata record replayed (zero otherwise).
+// The returned SaveResult's Recovered says what Resume did: appended the
+// batch, accepted a lost acknowledgement, left a held batch riding, settled
+// a held batch, or nothing. It also describes a held entry settle, or the
+// compaction a main-line compaction-metadata record replayed.
 func (cp *Checkpoint) Resume(ctx context.Context, s session.Session) (SaveResult, error) {
 	// A resume is a new run: outputs an earlier run folded are carried
 	// history now, which no filter of this run may withdraw.
 	cp.folded = nil
+	cp.unclaim()
 	if err := cp.checkResumable(); err != nil {
 		return SaveResult{}, err
 	}
@@ -43,12 +46,27 @@ func (cp *Checkpoint) Resume(ctx context.Context, s session.Session) (SaveResult
 		return SaveResult{}, nil
 	}
 	if w.Held {
-		return cp.settleHeldAtEntry(ctx, s)
+		res, err := cp.settleHeldAtEntry(ctx, s)
+		if err == nil {
+			res.Recovered = RecoveryHeld
+			if cp.Pending == nil {
+				res.Recovered = RecoverySettled
+			}
+		}
+		return res, err
 	}
-	if w.variant == VariantCompaction {
+	if w.variant == variantCompaction {
 		return cp.settleCompactionRecord(ctx, s)
 	}
-	return SaveResult{}, cp.settleOrdinary(ctx, s)
+	appended, err := cp.settleOrdinary(ctx, s)
+	if err != nil {
+		return SaveResult{}, err
+	}
+	res := SaveResult{Recovered: RecoveryAccepted}
+	if appended {
+		res.Recovered = RecoveryAppended
+	}
+	return res, nil
 }
 
 // settleHeldAtEntry is semantics §3.5.4.
@@ -82,14 +100,14 @@ func (cp *Checkpoint) settleHeldAtEntry(ctx context.Context, s session.Session) 
 }
 
 // settleOrdinary is the recovery algorithm of semantics §3.4, steps 3 to 11.
-func (cp *Checkpoint) settleOrdinary(ctx context.Context, s session.Session) error {
-	_, err := cp.appendOrdinary(ctx, s, false)
+func (cp *Checkpoint) settleOrdinary(ctx context.Context, s session.Session) (appended bool, err error) {
+	appended, err = cp.appendOrdinary(ctx, s, false)
 	if err != nil {
-		return err
+		return false, err
 	}
 	cp.PersistedCount = cp.Pending.PersistedCount
 	cp.Pending = nil
-	return nil
+	return appended, nil
 }
 
 // appendOrdinary lands the ordinary record's batch exactly once: it reads
@@ -120,9 +138,12 @@ func (cp *Checkpoint) appendOrdinary(ctx context.Context, s session.Session, kee
 	appendIt := true
 	if !w.started() {
 		// No append has started: record the tail just before appending.
-		tail, err := session.Latest(ctx, s, len(w.Items)+1)
-		if err != nil {
-			return false, fmt.Errorf("runstate: read session tail: %w", err)
+		tail, ok := w.takePrefetched(len(w.Items) + 1)
+		if !ok {
+			var err error
+			if tail, err = session.Latest(ctx, s, len(w.Items)+1); err != nil {
+				return false, fmt.Errorf("runstate: read session tail: %w", err)
+			}
 		}
 		w.tail, w.tailRead, w.tailIgnoreIDs = tail, true, ignoreIDs
 	} else {
@@ -191,7 +212,10 @@ func (cp *Checkpoint) settleCompactionRecord(ctx context.Context, s session.Sess
 	raw, _ = lookup(w.extra, "has_local_tool_outputs")
 	local, _ := jsonBool(raw)
 	c, err := compact(ctx, s, responseID, store, local)
-	res := SaveResult{Compaction: c}
+	res := SaveResult{Compaction: c, Recovered: RecoveryAppended}
+	if string(ack) == "true" {
+		res.Recovered = RecoveryAccepted
+	}
 	if err != nil {
 		return res, err
 	}

@@ -2,6 +2,7 @@ package runstate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -69,7 +70,22 @@ type SaveResult struct {
 	Appended []session.Item
 	// Compaction is the compaction bookkeeping done after the save.
 	Compaction Compaction
+	// Recovered says what Resume did with the pending write it found
+	// (RecoveryNone for Save and SaveResumedTurn).
+	Recovered Recovery
 }
+
+// Recovery is what Resume did with the checkpoint's pending write.
+type Recovery string
+
+// The recoveries Resume reports.
+const (
+	RecoveryNone     Recovery = ""             // no pending write stood
+	RecoveryAppended Recovery = "appended"     // the pending batch had not landed: Resume appended it
+	RecoveryAccepted Recovery = "acknowledged" // the batch had landed before the process died: its lost acknowledgement was accepted, nothing appended
+	RecoveryHeld     Recovery = "held"         // a held batch rides the checkpoint (detached, or awaiting approval)
+	RecoverySettled  Recovery = "settled"      // a held batch settled at entry (run-again): appended
+)
 
 // Save persists a turn to s (Python's save_result_to_session): it
 // converts NewItems, deduplicates Input+NewItems preferring the latest,
@@ -85,11 +101,17 @@ func (cp *Checkpoint) Save(ctx context.Context, s session.Session, args SaveArgs
 	if s == nil {
 		return SaveResult{}, nil
 	}
+	if args.Register && cp.Step.Kind == StepNone {
+		return SaveResult{}, ErrNoStep
+	}
+	if args.Register && cp.claimed != nil && !args.settlingHeld {
+		return SaveResult{}, ErrSlotOccupied // the claimed batch settles first
+	}
 	already := 0
 	if args.Slice {
 		already = cp.PersistedCount
 	}
-	newRun := sliceTurn(args.NewItems, already, args.Slice)
+	readded, newRun := sliceTurn(args.NewItems, already, args.Slice)
 	conversation := isConversation(s)
 	ignoreIDs := session.Probe(s).Has(session.CapIgnoresIDs)
 	converted := forSession(s, newRun, args.Policy)
@@ -97,6 +119,17 @@ func (cp *Checkpoint) Save(ctx context.Context, s session.Session, args SaveArgs
 	toSave := dedupe(append(slices.Clone(args.Input), converted...))
 	if conversation {
 		toSave = mapItems(toSave, sanitize)
+	}
+	var readErr error // the answered check could not read the session
+	kept, tail, err := dropAnswered(ctx, s, toSave, readded)
+	var answered *AnsweredError
+	switch {
+	case err == nil:
+		toSave = kept
+	case errors.As(err, &answered) || !args.Register:
+		return SaveResult{}, err
+	default:
+		readErr = err // registered below, so the failure leaves the batch recorded
 	}
 	lists := [][]session.Item{converted, heldIf(args)}
 	if conversation {
@@ -126,11 +159,21 @@ func (cp *Checkpoint) Save(ctx context.Context, s session.Session, args SaveArgs
 			Items:          slices.Clone(toSave),
 			PersistedCount: cp.PersistedCount + count,
 		}
-		if err := cp.settleOrdinary(ctx, s); err != nil {
+		if args.settlingHeld {
+			cp.claimed = nil // the record holds what settles of it
+		}
+		cp.Pending.prefetch(tail, ignoreIDs)
+		if readErr != nil {
+			return SaveResult{}, readErr
+		}
+		if _, err := cp.settleOrdinary(ctx, s); err != nil {
 			return SaveResult{}, err
 		}
 	} else if err := session.Append(ctx, s, toSave); err != nil {
 		return SaveResult{}, fmt.Errorf("runstate: save: %w", err)
+	}
+	if args.settlingHeld {
+		cp.claimed = nil
 	}
 	if args.Slice {
 		cp.PersistedCount = already + count
@@ -193,13 +236,13 @@ func countSame(toSave []session.Item, lists [][]session.Item) (n int, ok bool) {
 
 // sliceTurn drops the first n items already persisted this turn, re-adding
 // the tool outputs among them that the slice would lose (a stale count must
-// never lose an output).
-func sliceTurn(items []session.Item, n int, slice bool) []session.Item {
+// never lose an output). It returns the re-added outputs too.
+func sliceTurn(items []session.Item, n int, slice bool) (readded, out []session.Item) {
 	if !slice || n <= 0 {
-		return items
+		return nil, items
 	}
 	if n >= len(items) {
-		return nil
+		return nil, nil
 	}
 	rest := items[n:]
 	var missing []session.Item
@@ -208,7 +251,7 @@ func sliceTurn(items []session.Item, n int, slice bool) []session.Item {
 			missing = append(missing, it)
 		}
 	}
-	return append(missing, rest...)
+	return missing, append(slices.Clone(missing), rest...)
 }
 
 // heldIf returns the input slot when it is a settling held batch, whose
@@ -274,10 +317,23 @@ type ResumedTurn struct {
 // and leaves the batch on the checkpoint.
 func (cp *Checkpoint) SaveResumedTurn(ctx context.Context, s session.Session, turn ResumedTurn) (SaveResult, error) {
 	prev := cp.PersistedCount
-	if s == nil || (len(turn.Items) == 0 && len(turn.Held) == 0) {
+	settlingHeld := len(turn.Held) > 0
+	if cp.claimed != nil && !settlingHeld {
+		// The claimed batch holds the calls this turn's outputs answer:
+		// saving the outputs without it would put them before their calls.
+		cp.unclaim()
+		return SaveResult{}, ErrSlotOccupied
+	}
+	if s == nil {
+		if settlingHeld {
+			cp.unclaim()
+			return SaveResult{}, ErrNoSession
+		}
 		return SaveResult{}, nil
 	}
-	settlingHeld := len(turn.Held) > 0
+	if len(turn.Items) == 0 && !settlingHeld {
+		return SaveResult{}, nil
+	}
 	held := turn.Held
 	if settlingHeld && coversHeld(turn.Items, held, turn.Policy) {
 		held = nil
@@ -289,7 +345,12 @@ func (cp *Checkpoint) SaveResumedTurn(ctx context.Context, s session.Session, tu
 		held = withdraw(held, cp.filtered(turn.Items, turn.Policy))
 		held = safeToSettle(held, turn.Items, turn.Policy, cp.pendingIDs())
 	}
-	register := cp.Step.Kind == StepRunAgain || cp.Step.Kind == StepInterruption || settlingHeld
+	register := cp.Step.Kind.resumable() || settlingHeld
+	step := cp.Step.clone()
+	cp.Step.answer(answeredIDs(held, turn.Items))
+	if cp.Step.Kind == StepInterruption && len(step.PendingCallIDs) > 0 && len(cp.Step.PendingCallIDs) == 0 {
+		cp.SetStep(StepRunAgain) // every awaited call is answered
+	}
 	res, err := cp.Save(ctx, s, SaveArgs{
 		Input:        held,
 		NewItems:     turn.Items,
@@ -300,6 +361,10 @@ func (cp *Checkpoint) SaveResumedTurn(ctx context.Context, s session.Session, tu
 		settlingHeld: settlingHeld,
 	})
 	if err != nil && res.Appended == nil {
+		if cp.Pending == nil {
+			cp.Step = step // nothing was written or recorded
+		}
+		cp.unclaim()
 		return res, err
 	}
 	cp.PersistedCount = prev + res.Count
@@ -307,6 +372,103 @@ func (cp *Checkpoint) SaveResumedTurn(ctx context.Context, s session.Session, tu
 		observe(ctx, Event{Kind: EventHeldSettled, SessionID: s.SessionID(), Items: len(turn.Held)})
 	}
 	return res, err
+}
+
+// answeredIDs returns the ids of the calls the outputs among lists answer.
+func answeredIDs(lists ...[]session.Item) []string {
+	var ids []string
+	for _, list := range lists {
+		for _, it := range list {
+			if k, ok := history.AnsweredKey(it); ok {
+				ids = append(ids, k.ID)
+			}
+		}
+	}
+	return ids
+}
+
+// dropAnswered checks the batch's outputs whose calls are not in the
+// batch against the session: an output for a call the session already
+// answers is dropped when the slice re-added it (it was persisted before),
+// and refused with an *AnsweredError otherwise. Only the tail back to the
+// newest of those calls is read, and nothing when every output's call is
+// in the batch (a fresh turn). It returns the tail it read (nil when it
+// read none), which a registered save reuses for its digests.
+func dropAnswered(ctx context.Context, s session.Session, batch, readded []session.Item) ([]session.Item, *sessionTail, error) {
+	calls := map[history.PairKey]bool{}
+	for _, it := range batch {
+		if k, ok := history.CallKey(it); ok {
+			calls[k] = true
+		}
+	}
+	need := map[history.PairKey]bool{}
+	for _, it := range batch {
+		if k, ok := history.AnsweredKey(it); ok && !calls[k] {
+			need[k] = true
+		}
+	}
+	if len(need) == 0 {
+		return batch, nil, nil
+	}
+	answered, tail, err := answeredInSession(ctx, s, need, len(batch)+1)
+	if err != nil || len(answered) == 0 {
+		return batch, tail, err
+	}
+	var refused []string
+	kept := slices.DeleteFunc(slices.Clone(batch), func(it session.Item) bool {
+		k, ok := history.AnsweredKey(it)
+		if !ok || calls[k] || !answered[k] {
+			return false
+		}
+		if slices.ContainsFunc(readded, it.Equal) {
+			return true
+		}
+		if !slices.Contains(refused, k.ID) {
+			refused = append(refused, k.ID)
+		}
+		return false
+	})
+	if len(refused) > 0 {
+		return nil, nil, &AnsweredError{SessionID: s.SessionID(), CallIDs: refused}
+	}
+	return kept, tail, nil
+}
+
+// sessionTail is the newest items of a session as one read saw them;
+// whole says the read returned the whole history.
+type sessionTail struct {
+	items []session.Item
+	whole bool
+}
+
+// answeredInSession returns which of the keys the session already holds an
+// output for. It reads ever longer tails, the first of at least min items,
+// until each key's call is in the tail read (its outputs can only follow
+// it) or the history is read whole, and returns the first tail.
+func answeredInSession(ctx context.Context, s session.Session, keys map[history.PairKey]bool, min int) (map[history.PairKey]bool, *sessionTail, error) {
+	var first *sessionTail
+	for n := max(16, min); ; n *= 4 {
+		tail, err := session.Latest(ctx, s, n)
+		if err != nil {
+			return nil, first, fmt.Errorf("runstate: read session tail: %w", err)
+		}
+		if first == nil {
+			first = &sessionTail{items: tail, whole: len(tail) < n}
+		}
+		answered := map[history.PairKey]bool{}
+		found := map[history.PairKey]bool{}
+		for _, it := range tail {
+			if k, ok := history.AnsweredKey(it); ok && keys[k] {
+				answered[k] = true
+			}
+			if k, ok := history.CallKey(it); ok && keys[k] {
+				found[k] = true
+			}
+		}
+		if len(tail) < n || len(found) == len(keys) {
+			return answered, first, nil
+		}
+	}
 }
 
 // pendingIDs returns the ids still awaiting approval on the current step.

@@ -122,32 +122,32 @@ type keyRow struct {
 // The names PendingWrite.Variant returns: the rows of the pending-write
 // key table (semantics §3.1).
 const (
-	VariantOrdinary     = "ordinary"
-	VariantHeld         = "held"
-	VariantCompaction   = "compaction-metadata"
-	VariantPendingInput = "pending-input"
+	variantOrdinary     = "ordinary"
+	variantHeld         = "held"
+	variantCompaction   = "compaction-metadata"
+	variantPendingInput = "pending-input"
 )
 
 // variants is the key table. Adding a shape of semantics §3.1 is adding a row
 // (and, where it has rules of its own, a check in validateVariant).
 var variants = []keyRow{
-	{Label: "1.17", Name: VariantOrdinary},
+	{Label: "1.17", Name: variantOrdinary},
 	// PR #4828 reviewed head.
-	{Label: "1.18", Name: VariantOrdinary},
-	{Label: "1.18", Name: VariantHeld, Held: true,
+	{Label: "1.18", Name: variantOrdinary},
+	{Label: "1.18", Name: variantHeld, Held: true,
 		Distinguishing: []string{"held"},
 		Optional:       []string{"held", "response_id", "store", "reasoning_item_id_policy"}},
 	// main-line alternative (fixture v1_18_compaction_metadata).
-	{Label: "1.18", Name: VariantCompaction,
+	{Label: "1.18", Name: variantCompaction,
 		Distinguishing: []string{"has_local_tool_outputs", "append_acknowledged", "compaction_model_exchange"},
 		Optional:       []string{"response_id", "store", "has_local_tool_outputs", "append_acknowledged", "compaction_model_exchange"}},
 	// closed PR #4776 (fixture v1_18_pending_input_session_write).
-	{Label: "1.18", Name: VariantPendingInput,
+	{Label: "1.18", Name: variantPendingInput,
 		Distinguishing: []string{"pending_input"},
 		Optional:       []string{"pending_input"}},
 	// 1.19 (fixture v1_19_held_pending_session_write).
-	{Label: "1.19", Name: VariantOrdinary},
-	{Label: "1.19", Name: VariantHeld, Held: true,
+	{Label: "1.19", Name: variantOrdinary},
+	{Label: "1.19", Name: variantHeld, Held: true,
 		Distinguishing: []string{"held"},
 		Optional:       []string{"held", "response_id", "store", "reasoning_item_id_policy", "current_response"}},
 }

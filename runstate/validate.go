@@ -14,24 +14,24 @@ import (
 // decodePending validates a pending_session_write member against every
 // rule of semantics §3.2 and the key table, and decodes it.
 func decodePending(label string, step StepKind, raw json.RawMessage) (*PendingWrite, error) {
-	bad := func(rule Rule, format string, args ...any) error {
-		return loadErr(ErrInvalidPendingWrite, rule, format, args...)
+	bad := func(r rule, format string, args ...any) error {
+		return loadErr(ErrInvalidPendingWrite, r, format, args...)
 	}
 	// Rule 1: the schema.
 	if compareSchemas(label, pendingWriteSchema) < 0 {
-		return nil, bad(RulePendingSchema, "a pending write needs schema %s or newer, the document is %s", pendingWriteSchema, label)
+		return nil, bad(rulePendingSchema, "a pending write needs schema %s or newer, the document is %s", pendingWriteSchema, label)
 	}
 	// Rule 2: the step.
 	if step != StepRunAgain && step != StepInterruption {
-		return nil, bad(RulePendingStep, "a pending write needs a run-again or interruption step, the step is %s", stepName(step))
+		return nil, bad(rulePendingStep, "a pending write needs a run-again or interruption step, the step is %s", stepName(step))
 	}
 	// Rule 3: an object.
 	if jsonKind(raw) != '{' {
-		return nil, bad(RulePendingObject, "the record is not a JSON object")
+		return nil, bad(rulePendingObject, "the record is not a JSON object")
 	}
 	ms, err := members(raw)
 	if err != nil {
-		return nil, bad(RulePendingObject, "the record is not a JSON object: %v", err)
+		return nil, bad(rulePendingObject, "the record is not a JSON object: %v", err)
 	}
 	// Rule 4: the exact key set of the label's variant.
 	row, err := selectVariant(label, ms)
@@ -52,14 +52,14 @@ func decodePending(label string, step StepKind, raw json.RawMessage) (*PendingWr
 	if v, ok := get("held"); ok {
 		b, isBool := jsonBool(v)
 		if !isBool {
-			return nil, bad(RulePendingHeldType, "held must be true or false, got %s", clip(v))
+			return nil, bad(rulePendingHeldType, "held must be true or false, got %s", clip(v))
 		}
 		w.Held, w.heldKey = b, true
 	}
 	before, _ := get("before")
 	// Rule 6: a held record has no before digests.
 	if w.Held && !isNull(before) {
-		return nil, bad(RulePendingHeldBefore, "a held record must have a null before, got %s", clip(before))
+		return nil, bad(rulePendingHeldBefore, "a held record must have a null before, got %s", clip(before))
 	}
 	if row.Held {
 		// Rule 7: the held keys' types.
@@ -69,7 +69,7 @@ func decodePending(label string, step StepKind, raw json.RawMessage) (*PendingWr
 			} else if isNull(v) {
 				w.ResponseID = null[string]()
 			} else {
-				return nil, bad(RulePendingHeldKeyTypes, "response_id must be a string or null, got %s", clip(v))
+				return nil, bad(rulePendingHeldKeyTypes, "response_id must be a string or null, got %s", clip(v))
 			}
 		}
 		if v, ok := get("store"); ok {
@@ -78,13 +78,13 @@ func decodePending(label string, step StepKind, raw json.RawMessage) (*PendingWr
 			} else if isNull(v) {
 				w.Store = null[bool]()
 			} else {
-				return nil, bad(RulePendingHeldKeyTypes, "store must be a boolean or null, got %s", clip(v))
+				return nil, bad(rulePendingHeldKeyTypes, "store must be a boolean or null, got %s", clip(v))
 			}
 		}
 		if v, ok := get("reasoning_item_id_policy"); ok {
 			p, err := decodePolicy(v)
 			if err != nil {
-				return nil, bad(RulePendingHeldKeyTypes, "reasoning_item_id_policy %v", err)
+				return nil, bad(rulePendingHeldKeyTypes, "reasoning_item_id_policy %v", err)
 			}
 			w.ReasoningItemIDPolicy = p
 		}
@@ -92,7 +92,7 @@ func decodePending(label string, step StepKind, raw json.RawMessage) (*PendingWr
 		if !w.Held {
 			for _, k := range []string{"response_id", "store", "reasoning_item_id_policy"} {
 				if _, ok := get(k); ok {
-					return nil, bad(RulePendingHeldOnly, "%s is only allowed on a held record (held is false)", k)
+					return nil, bad(rulePendingHeldOnly, "%s is only allowed on a held record (held is false)", k)
 				}
 			}
 		}
@@ -101,24 +101,24 @@ func decodePending(label string, step StepKind, raw json.RawMessage) (*PendingWr
 	sid, _ := get("session_id")
 	s, ok := jsonString(sid)
 	if !ok {
-		return nil, bad(RulePendingSessionID, "session_id must be a string, got %s", clip(sid))
+		return nil, bad(rulePendingSessionID, "session_id must be a string, got %s", clip(sid))
 	}
 	w.SessionID = s
 	// Rule 10: items.
 	itemsRaw, _ := get("items")
 	items, err := decodeItems(itemsRaw)
 	if err != nil {
-		return nil, bad(RulePendingItems, "items %v", err)
+		return nil, bad(rulePendingItems, "items %v", err)
 	}
 	if len(items) == 0 {
-		return nil, bad(RulePendingItems, "items must not be empty")
+		return nil, bad(rulePendingItems, "items must not be empty")
 	}
 	w.Items = items
 	// Rule 11: before.
 	if !isNull(before) {
 		ds, ok := decodeStrings(before)
 		if !ok {
-			return nil, bad(RulePendingBefore, "before must be null or a list of strings, got %s", clip(before))
+			return nil, bad(rulePendingBefore, "before must be null or a list of strings, got %s", clip(before))
 		}
 		w.Before = ds
 	}
@@ -126,7 +126,7 @@ func decodePending(label string, step StepKind, raw json.RawMessage) (*PendingWr
 	pc, _ := get("persisted_count")
 	n, ok := jsonInt(pc)
 	if !ok || n < 0 {
-		return nil, bad(RulePendingPersistedCount, "persisted_count must be a non-negative int, got %s", clip(pc))
+		return nil, bad(rulePendingPersistedCount, "persisted_count must be a non-negative int, got %s", clip(pc))
 	}
 	w.PersistedCount = n
 	// The variant's own rules; its unmodelled members ride in extra.
@@ -167,7 +167,7 @@ func selectVariant(label string, ms []member) (keyRow, error) {
 		}
 	}
 	if ordinary == nil {
-		return keyRow{}, loadErr(ErrInvalidPendingWrite, RulePendingSchema, "schema %s has no pending-write shape", label)
+		return keyRow{}, loadErr(ErrInvalidPendingWrite, rulePendingSchema, "schema %s has no pending-write shape", label)
 	}
 	return *ordinary, nil
 }
@@ -191,8 +191,8 @@ func checkKeys(label string, row keyRow, keys []string) error {
 	}
 	sort.Strings(missing)
 	sort.Strings(unexpected)
-	if len(missing) == 0 && row.Name == VariantOrdinary && labelHasHeld(label) && allHeldOnly(unexpected) {
-		return loadErr(ErrInvalidPendingWrite, RulePendingHeldOnly,
+	if len(missing) == 0 && row.Name == variantOrdinary && labelHasHeld(label) && allHeldOnly(unexpected) {
+		return loadErr(ErrInvalidPendingWrite, rulePendingHeldOnly,
 			"%s only allowed on a held record (no held marker)", strings.Join(unexpected, ", "))
 	}
 	var parts []string
@@ -206,7 +206,7 @@ func checkKeys(label string, row keyRow, keys []string) error {
 		}
 		parts = append(parts, what)
 	}
-	return loadErr(ErrInvalidPendingWrite, RulePendingKeys, "schema %s %s record: %s", label, row.Name, strings.Join(parts, "; "))
+	return loadErr(ErrInvalidPendingWrite, rulePendingKeys, "schema %s %s record: %s", label, row.Name, strings.Join(parts, "; "))
 }
 
 func labelHasHeld(label string) bool {
@@ -230,11 +230,11 @@ func allHeldOnly(keys []string) bool {
 // validateVariant applies the rules a variant adds to the base rules.
 func validateVariant(row keyRow, w *PendingWrite) error {
 	bad := func(format string, args ...any) error {
-		return loadErr(ErrInvalidPendingWrite, RulePendingVariant, format, args...)
+		return loadErr(ErrInvalidPendingWrite, rulePendingVariant, format, args...)
 	}
 	get := func(k string) (json.RawMessage, bool) { return lookup(w.extra, k) }
 	switch row.Name {
-	case VariantCompaction:
+	case variantCompaction:
 		if v, ok := get("response_id"); ok {
 			if _, isStr := jsonString(v); !isStr && !isNull(v) {
 				return bad("response_id must be a string or null, got %s", clip(v))
@@ -273,7 +273,7 @@ func validateVariant(row keyRow, w *PendingWrite) error {
 				}
 			}
 		}
-	case VariantPendingInput:
+	case variantPendingInput:
 		v, _ := get("pending_input")
 		pending, err := decodeItems(v)
 		if err != nil {
@@ -290,7 +290,7 @@ func validateVariant(row keyRow, w *PendingWrite) error {
 			}
 			have[string(it.Bytes())]--
 		}
-	case VariantHeld:
+	case variantHeld:
 		if v, ok := get("current_response"); ok {
 			ms, err := members(v)
 			if err != nil || len(ms) != 2 {

@@ -1,6 +1,7 @@
 package heldwrite
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 
@@ -516,11 +517,15 @@ func failClosed(x *sc, cp *runstate.Checkpoint, batch []session.Item) {
 	requireOrdinary(x, cp, batch, "the failed final settle keeps the batch recorded")
 	b, err := json.Marshal(cp)
 	require.NoError(x, err)
-	_, err = runstate.Load(b)
-	require.ErrorIs(x, err, runstate.ErrInvalidPendingWrite, "a mid-settle final checkpoint fails closed on load")
-	var le *runstate.LoadError
-	require.True(x, errors.As(err, &le))
-	require.Equal(x, runstate.RulePendingStep, le.Rule)
+	// Fail closed: the checkpoint is written terminal with the batch it
+	// died settling, so it loads (for inspection and repair) and never
+	// resumes.
+	back, err := runstate.Load(b)
+	require.NoError(x, err, "a mid-settle final checkpoint is one Load reads back")
+	require.True(x, back.Terminal, "a mid-settle final checkpoint is terminal")
+	requireOrdinary(x, back, batch, "the terminal checkpoint keeps the batch recorded")
+	_, err = back.Resume(context.Background(), nil)
+	require.ErrorIs(x, err, runstate.ErrTerminal, "a mid-settle final checkpoint never resumes")
 }
 
 func scFailedFinalSettle(x *sc) {
@@ -593,7 +598,9 @@ func scSettledCountMatches(x *sc) {
 	// The resolved turn re-delivers the output the batch folded: it dedups
 	// away, and the count is what the append wrote.
 	s := x.Fresh("s")
-	cp := x.carry(runstate.New())
+	cp := runstate.New()
+	cp.SetStep(runstate.StepRunAgain) // the exit of a resumed turn that runs the model again
+	cp = x.carry(cp)
 	res, err := cp.SaveResumedTurn(x.Context(), s, runstate.ResumedTurn{Items: items(oParked), Held: items(cParked, oParked)})
 	require.NoError(x, err)
 	n := cp.PersistedCount

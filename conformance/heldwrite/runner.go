@@ -88,7 +88,7 @@ type agentCfg struct {
 
 // defers is the deferral gate (Python's _should_defer_interrupted_session_items).
 func (a agentCfg) defers() bool {
-	return runstate.ShouldDefer(a.guard != guardNone, a.behavior)
+	return runstate.ShouldDefer(a.guard != guardNone, runstate.ToolUseBehavior(a.behavior))
 }
 
 func (a agentCfg) stops(tool string) bool {
