@@ -85,6 +85,7 @@ type Checkpoint struct {
 	inProgress bool                     // live guard, never serialised
 	folded     map[history.PairKey]bool // call keys folded into the held batch this turn
 	claimed    *PendingWrite            // a held record TakeHeld claimed and no save settled yet
+	atomic     bool                     // appends commit with the checkpoint (a Run's atomic store): no tail digests
 }
 
 // resumable reports whether a step can carry a pending write (rule 2).

@@ -136,7 +136,11 @@ func (cp *Checkpoint) appendOrdinary(ctx context.Context, s session.Session, kee
 
 	ignoreIDs := session.Probe(s).Has(session.CapIgnoresIDs)
 	appendIt := true
-	if !w.started() {
+	if !w.started() && cp.atomic {
+		// The append commits with the checkpoint that clears the record:
+		// no state exists in which the record outlives a landed batch.
+		w.prefetched = nil
+	} else if !w.started() {
 		// No append has started: record the tail just before appending.
 		tail, ok := w.takePrefetched(len(w.Items) + 1)
 		if !ok {
