@@ -84,9 +84,9 @@ type Run struct {
 	name    string
 	opts    Options
 	cp      *Checkpoint
-	version int64  // of the stored checkpoint; 0: none stored
-	stored  []byte // the document last saved
-	attempt []byte // the document of the last atomic commit tried
+	version int64          // of the stored checkpoint; 0: none stored
+	stored  []byte         // the document last saved
+	attempt []byte         // the document of the last atomic commit tried
 	outputs []session.Item // outputs Output folded into the held batch since Open
 }
 
