@@ -18,9 +18,38 @@
 //	err = s.AddItems(ctx, items)
 //	recent, err := s.LatestItems(ctx, 50)
 //
+// # Checkpoints
+//
+// Sessions implement session.CheckpointStore and
+// session.CheckpointCommitter: run-state checkpoints are rows of a table of
+// this package's own beside Python's, agent_checkpoints
+// (Options.CheckpointsTable), which the Python SDK never reads:
+//
+//	CREATE TABLE agent_checkpoints (
+//	    session_id TEXT NOT NULL,
+//	    name TEXT NOT NULL,
+//	    version INTEGER NOT NULL,
+//	    document BLOB NOT NULL,
+//	    updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
+//	    PRIMARY KEY (session_id, name)
+//	)
+//
+// Open creates it with the other tables (SkipCreateTables and ReadOnly
+// create nothing: without the table a Store holds no checkpoints, and
+// saves fail). A save is one statement that checks the version as it
+// writes: version 0 inserts unless the row exists, version v updates the
+// row whose version is v to v+1, session.AnyVersion upserts; a check that
+// fails writes nothing and returns an error wrapping
+// session.ErrCheckpointConflict. Saves and deletes are writes of the
+// group-commit writer below, so AppendWithCheckpoint's checkpoint
+// statement and its batch (the same statements as AddItems) are one
+// transaction: both land or neither. Clear keeps a session's checkpoints;
+// Store.RemoveSession deletes them with the rest of the session.
+//
 // # Writes: group commit
 //
-// Every write of a Store (AddItems, PopItem, Clear, ReplaceItems) goes to
+// Every write of a Store (AddItems, PopItem, Clear, ReplaceItems, and the
+// checkpoints' saves and deletes) goes to
 // the Store's one writer, which owns its write connection and prepared
 // statements. When it becomes free, the writer takes every write
 // queued at that moment, begins one transaction with BEGIN IMMEDIATE, runs

@@ -18,6 +18,11 @@ const (
 	DefaultMessagesTable = "agent_messages"
 )
 
+// DefaultCheckpointsTable is the table of run-state checkpoints when
+// Options.CheckpointsTable is "". The table is this package's own: the
+// Python SDK has no such table and never reads it.
+const DefaultCheckpointsTable = "agent_checkpoints"
+
 // DefaultBusyTimeout is how long a write waits for another connection's
 // lock on the database when Options.BusyTimeout is zero.
 const DefaultBusyTimeout = 5 * time.Second
@@ -38,6 +43,22 @@ type Options struct {
 	// Both names must match ^[A-Za-z_][A-Za-z0-9_]{0,62}$; they are quoted
 	// in every statement, so a name that is an SQL keyword is fine.
 	MessagesTable string
+	// CheckpointsTable names the table of the sessions' checkpoints
+	// (session.CheckpointStore); "" means "agent_checkpoints". It is this
+	// package's own table beside the Python SDK's two, which Python never
+	// reads, with a row per checkpoint:
+	//
+	//	session_id TEXT, name TEXT, version INTEGER, document BLOB,
+	//	updated_at TIMESTAMP, PRIMARY KEY (session_id, name)
+	//
+	// Open creates it along with the others (and, in a database that has
+	// the others already, on its own; if that fails, the first checkpoint
+	// save tries again and reports why). With SkipCreateTables or ReadOnly
+	// it is never created: a missing table reads as no checkpoints, and
+	// saves fail with an error wrapping ErrNoSchema (ErrReadOnly when
+	// read-only). The name follows the rules of the other two and must
+	// differ from both.
+	CheckpointsTable string
 	// BusyTimeout bounds how long a write waits for the lock another
 	// process (or another Store on the same file) holds; 0 means
 	// DefaultBusyTimeout. Writes of one Store never wait for each other's
@@ -101,13 +122,21 @@ func (o Options) withDefaults() (Options, error) {
 	if o.MessagesTable == "" {
 		o.MessagesTable = DefaultMessagesTable
 	}
-	for _, name := range []string{o.SessionsTable, o.MessagesTable} {
+	if o.CheckpointsTable == "" {
+		o.CheckpointsTable = DefaultCheckpointsTable
+	}
+	for _, name := range []string{o.SessionsTable, o.MessagesTable, o.CheckpointsTable} {
 		if !identRE.MatchString(name) {
 			return o, fmt.Errorf("%w: table name %q is not an identifier matching %s", ErrInvalidOptions, name, identRE)
 		}
 	}
 	if strings.EqualFold(o.SessionsTable, o.MessagesTable) {
 		return o, fmt.Errorf("%w: sessions and messages tables are both %q", ErrInvalidOptions, o.SessionsTable)
+	}
+	for _, other := range []string{o.SessionsTable, o.MessagesTable} {
+		if strings.EqualFold(o.CheckpointsTable, other) {
+			return o, fmt.Errorf("%w: the checkpoints table is %q, as another table is", ErrInvalidOptions, other)
+		}
 	}
 	switch Synchronous(strings.ToLower(string(o.Synchronous))) {
 	case "":

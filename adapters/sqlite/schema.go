@@ -33,10 +33,13 @@ type queries struct {
 	inserts       [maxCachedInsert + 1]string
 	clearMessages string
 	clearSession  string
+
+	ck checkpointQueries
 }
 
 func newQueries(o Options) *queries {
 	q := newQueryText(o)
+	q.ck = newCheckpointQueries(o.CheckpointsTable)
 	for n := 1; n <= maxCachedInsert; n++ {
 		q.inserts[n] = q.buildInsert(n)
 	}
@@ -121,7 +124,13 @@ func (q *queries) schemaObjects(ctx context.Context, db *sql.DB) (tables, index 
 }
 
 // ensureSchema creates the tables and index if missing (or, with skip,
-// checks that the tables exist).
+// checks that the session tables exist).
+//
+// The checkpoints table is created with the others. In a database that
+// has the others already (Python's, or one an older version of this
+// package made), it is created on its own, and failing to is no reason to
+// fail the open: the Store reads what it can, and the first checkpoint
+// save creates it or says why it cannot.
 func (st *Store) ensureSchema(ctx context.Context, skip bool) error {
 	tables, index, err := st.q.schemaObjects(ctx, st.db)
 	if err != nil {
@@ -130,6 +139,9 @@ func (st *Store) ensureSchema(ctx context.Context, skip bool) error {
 	if index == 1 {
 		st.checkIndex(ctx)
 	}
+	if _, err := st.checkpointsReady(ctx); err != nil {
+		return fmt.Errorf("sqlite: reading the schema: %w", err)
+	}
 	if skip {
 		if tables != 2 {
 			return fmt.Errorf("%w: want tables %q and %q", ErrNoSchema, st.q.sessions, st.q.messages)
@@ -137,16 +149,33 @@ func (st *Store) ensureSchema(ctx context.Context, skip bool) error {
 		return nil
 	}
 	if tables == 2 && index == 1 {
+		if !st.ckReady.Load() {
+			err := st.writeW(ctx, "create the checkpoints table", false, func(ctx context.Context, w *wconn, _ bool) error {
+				return w.execOnce(ctx, st.q.ck.create)
+			})
+			if err != nil {
+				if cerr := ctx.Err(); cerr != nil {
+					return cerr
+				}
+				slog.WarnContext(ctx, "sqlite: could not create the checkpoints table; the first checkpoint save tries again",
+					"table", st.q.ck.table, "error", err)
+			} else {
+				st.ckReady.Store(true)
+			}
+		}
 		return nil
 	}
 	err = st.writeW(ctx, "create tables", false, func(ctx context.Context, w *wconn, _ bool) error {
-		for _, ddl := range []string{st.q.createSessions, st.q.createMessages, st.q.createIndex} {
+		for _, ddl := range []string{st.q.createSessions, st.q.createMessages, st.q.createIndex, st.q.ck.create} {
 			if err := w.execOnce(ctx, ddl); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
+	if err == nil {
+		st.ckReady.Store(true)
+	}
 	return err
 }
 

@@ -13,7 +13,8 @@ import (
 )
 
 // Session is a handle on one session of a Store. It implements
-// session.LatestReader and session.Replacer and is safe for concurrent use.
+// session.LatestReader, session.Replacer and session.CheckpointCommitter
+// (checkpoints.go) and is safe for concurrent use.
 type Session struct {
 	st *Store
 	id string
@@ -329,7 +330,8 @@ func (s *Session) popReadable(ctx context.Context, w *wconn, d *decoder) (sessio
 }
 
 // Clear deletes the session's items and its session row, in one
-// transaction.
+// transaction. Its checkpoints stay (Store.RemoveSession deletes them
+// too).
 func (s *Session) Clear(ctx context.Context) error {
 	return s.st.writeW(ctx, "clear", false, func(ctx context.Context, w *wconn, _ bool) error {
 		return s.clear(ctx, w)
@@ -347,7 +349,7 @@ func (s *Session) clear(ctx context.Context, w *wconn) error {
 // deletes every message row of the session and inserts items. The session
 // row stays, so its created_at is kept (updated_at moves to now), as
 // repair and compaction replace a conversation, not start a new one.
-// Replacing with no items is Clear.
+// Replacing with no items is Clear. Checkpoints stay either way.
 func (s *Session) ReplaceItems(ctx context.Context, items []session.Item) error {
 	if err := driver.ValidateBatch(items); err != nil {
 		return err

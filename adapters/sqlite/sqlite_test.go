@@ -30,8 +30,16 @@ func (h *harness) OpenPeer(_ context.Context, id string) (session.Session, error
 	return h.peer.Session(id)
 }
 func (h *harness) Declared() session.Capabilities {
-	return session.Caps(session.CapLatest, session.CapReplace)
+	return session.Caps(session.CapLatest, session.CapReplace, session.CapCheckpoints, session.CapCheckpointCommit)
 }
+
+// RemoveSession deletes what Clear keeps of a session: its checkpoints
+// (conformance.Remover).
+func (h *harness) RemoveSession(ctx context.Context, id string) error {
+	return h.store.RemoveSession(ctx, id)
+}
+
+var _ conformance.Remover = (*harness)(nil)
 
 // AppendRaw inserts raw as the session's next row with plain SQL, as a
 // foreign writer (or a damaged file) could leave it.

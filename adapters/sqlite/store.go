@@ -33,8 +33,10 @@ type Store struct {
 	syncPragma string
 	// rs holds the read statements, prepared once on the *sql.DB (which
 	// prepares each on a connection the first time it runs there).
-	rs      readStmts
-	closed  atomic.Bool // calls fail with ErrClosed
+	rs     readStmts
+	closed atomic.Bool // calls fail with ErrClosed
+	// ckReady: the checkpoints table is known to exist (checkpoints.go).
+	ckReady atomic.Bool
 	closing atomic.Bool // Close was called
 }
 

@@ -28,9 +28,10 @@ func init() {
 //
 // Options: sessions_table (Options.SessionsTable, default agent_sessions),
 // messages_table (Options.MessagesTable, default agent_messages),
-// busy_timeout (Options.BusyTimeout, default 5s) and synchronous=full|normal
+// busy_timeout (Options.BusyTimeout, default 5s), synchronous=full|normal
 // (Options.Synchronous, default full; see the package documentation for
-// what a crash keeps with each). With
+// what a crash keeps with each) and checkpoints_table
+// (Options.CheckpointsTable, default agent_checkpoints). With
 // adapters.Options.ReadOnly the file is opened read-only (Options.ReadOnly).
 type URLOpener struct{}
 
@@ -40,15 +41,16 @@ func (URLOpener) OpenStoreURL(ctx context.Context, u *url.URL, o adapters.Option
 	if err != nil {
 		return nil, err
 	}
-	q, err := adapters.ParseQuery(u, "sessions_table", "messages_table", "busy_timeout", "synchronous")
+	q, err := adapters.ParseQuery(u, "sessions_table", "messages_table", "busy_timeout", "synchronous", "checkpoints_table")
 	if err != nil {
 		return nil, err
 	}
 	opts := Options{
-		SessionsTable: q.Get("sessions_table"),
-		MessagesTable: q.Get("messages_table"),
-		OnCorrupt:     o.OnCorrupt,
-		ReadOnly:      o.ReadOnly,
+		SessionsTable:    q.Get("sessions_table"),
+		MessagesTable:    q.Get("messages_table"),
+		CheckpointsTable: q.Get("checkpoints_table"),
+		OnCorrupt:        o.OnCorrupt,
+		ReadOnly:         o.ReadOnly,
 	}
 	if opts.BusyTimeout, err = q.Duration("busy_timeout"); err != nil {
 		return nil, err
@@ -120,6 +122,12 @@ func (s *urlStore) ListSessions(ctx context.Context) ([]string, error) {
 		ids = append(ids, id)
 	}
 	return ids, s.st.wrap(ctx, "list sessions", rows.Err())
+}
+
+// RemoveSession deletes everything the store holds for session id: its
+// items, its session row and its checkpoints (Store.RemoveSession).
+func (s *urlStore) RemoveSession(ctx context.Context, id string) error {
+	return s.st.RemoveSession(ctx, id)
 }
 
 // AppendRaw stores raw, unvalidated, as TEXT in the next row of session

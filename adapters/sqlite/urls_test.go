@@ -44,7 +44,7 @@ func TestURLOpener(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.db")
 	var mu sync.Mutex
 	var reports []driver.CorruptRecord
-	st, err := adapters.OpenWith(ctx, "sqlite://"+path+"?sessions_table=my_sessions&messages_table=my_messages&busy_timeout=2s",
+	st, err := adapters.OpenWith(ctx, "sqlite://"+path+"?sessions_table=my_sessions&messages_table=my_messages&checkpoints_table=my_checkpoints&busy_timeout=2s",
 		adapters.Options{OnCorrupt: func(_ context.Context, r driver.CorruptRecord) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -56,7 +56,7 @@ func TestURLOpener(t *testing.T) {
 	s, err := st.Session("a")
 	require.NoError(t, err)
 	require.Equal(t, session.Probe(s), st.Declared(), "declared = probed")
-	require.True(t, st.Declared().Has(session.CapReplace))
+	require.Equal(t, session.Caps(session.CapLatest, session.CapReplace, session.CapCheckpoints, session.CapCheckpointCommit), st.Declared())
 
 	require.NoError(t, s.AddItems(ctx, []session.Item{session.MustItem(`{"n":1}`)}))
 	raw, ok := st.(driver.RawAppender)
@@ -71,7 +71,23 @@ func TestURLOpener(t *testing.T) {
 	ids, err := st.(adapters.Lister).ListSessions(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []string{"a"}, ids)
-	require.Equal(t, []string{"my_messages", "my_sessions"}, tables(t, path), "the table options are applied")
+	require.Equal(t, []string{"my_checkpoints", "my_messages", "my_sessions"}, tables(t, path), "the table options are applied")
+
+	ck := s.(session.CheckpointCommitter)
+	v, err := ck.AppendWithCheckpoint(ctx, []session.Item{session.MustItem(`{"n":2}`)}, "run", []byte("doc"), 0)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), v)
+	remover, ok := st.(interface {
+		RemoveSession(ctx context.Context, id string) error
+	})
+	require.True(t, ok, "the URL store removes sessions for the conformance check")
+	require.NoError(t, remover.RemoveSession(ctx, "a"))
+	names, err := ck.ListCheckpoints(ctx)
+	require.NoError(t, err)
+	require.Empty(t, names, "RemoveSession removed the checkpoints")
+	items, err = s.Items(ctx)
+	require.NoError(t, err)
+	require.Empty(t, items)
 }
 
 func TestURLOpenerRefuses(t *testing.T) {
@@ -79,6 +95,7 @@ func TestURLOpenerRefuses(t *testing.T) {
 	for _, q := range []string{
 		"messages_table=mine;x", "messages_table=mine&messages_table=x", "message_table=x",
 		"messages_table=bad-name", "sessions_table=x&messages_table=X", "busy_timeout=-1s",
+		"checkpoints_table=bad-name", "checkpoints_table=agent_messages", "checkpoints_table=X&sessions_table=x",
 	} {
 		path := filepath.Join(dir, "s.db")
 		_, err := adapters.Open(context.Background(), "sqlite://"+path+"?"+q)

@@ -17,8 +17,9 @@ import (
 
 // Group commit.
 //
-// Every write of a Store (AddItems, PopItem, Clear, ReplaceItems, and the
-// schema creation of Open) is a request to the Store's one writer, which
+// Every write of a Store (AddItems, PopItem, Clear, ReplaceItems, the
+// checkpoints' saves and deletes, and the schema creation of Open) is a
+// request to the Store's one writer, which
 // owns the Store's write connection: the caller that finds no writer
 // running becomes it (leader), and runs its own request at once. When the
 // writer becomes free it takes every request queued at that moment (up to
@@ -33,7 +34,9 @@ import (
 //     see SQLITE_BUSY: they queue in Go;
 //   - N concurrent writes cost one commit (one fsync at synchronous=FULL)
 //     instead of N;
-//   - a request that fails fails alone; the others of its group commit;
+//   - a request that fails fails alone; the others of its group commit
+//     (a checkpoint whose version check fails wrote nothing, so the group
+//     goes on without rolling back; see untouchedError);
 //   - a lone request runs without a savepoint and without waiting for
 //     company: the writer never waits on a timer, so one writer's latency
 //     is one transaction's.
@@ -51,6 +54,32 @@ const maxGroup = 128
 // call it again with redo set. PopItem uses it when the newest row it
 // deleted turns out unreadable: that row must stay.
 var errRedo = errors.New("sqlite: redo")
+
+// untouchedError wraps the error of a request that failed without writing
+// anything: a checkpoint whose version is not the stored one. The
+// transaction is as it was before the request, so the group goes on with
+// the others instead of rolling back and running them again. The answer
+// (the wrapped error) stands once the group commits, since it was decided
+// on what the group wrote before it; if the group rolls back instead, the
+// request runs again.
+type untouchedError struct{ err error }
+
+func (e untouchedError) Error() string { return e.err.Error() }
+func (e untouchedError) Unwrap() error { return e.err }
+
+// untouched marks err, returned by a request's function that wrote
+// nothing, as an untouchedError.
+func untouched(err error) error { return untouchedError{err} }
+
+// isUntouched returns the error the caller of a request sees, and whether
+// the request failed without writing anything.
+func isUntouched(err error) (error, bool) {
+	var u untouchedError
+	if errors.As(err, &u) {
+		return u.err, true
+	}
+	return err, false
+}
 
 // ErrReadOnly reports a write on a Store opened with Options.ReadOnly.
 var ErrReadOnly = errors.New("sqlite: store opened read-only")
@@ -118,6 +147,7 @@ type request struct {
 	started time.Time // when it was queued, for BusyTimeout
 	err     error     // outcome of the current round (leader only)
 	ok      bool      // ran without error in the current round (leader only)
+	clean   bool      // failed without writing anything in the current round (leader only)
 	again   bool      // to be run in the next round (leader only)
 }
 
@@ -501,7 +531,7 @@ func (st *Store) round(wc *wconn, reqs []*request) (again []*request) {
 	single := len(reqs) == 1
 	lost := false // no transaction to commit: SQLite rolled it back, or redo could not begin
 	for _, r := range reqs {
-		r.ok, r.again, r.err = false, false, nil
+		r.ok, r.again, r.err, r.clean = false, false, nil, false
 		if lost {
 			r.again = true
 			continue
@@ -522,6 +552,7 @@ func (st *Store) round(wc *wconn, reqs []*request) (again []*request) {
 					}
 				}
 			}
+			err, r.clean = isUntouched(err)
 			r.err, r.ok = err, err == nil
 			break
 		}
@@ -529,9 +560,11 @@ func (st *Store) round(wc *wconn, reqs []*request) (again []*request) {
 			// Optimistic: no savepoint (two statements saved per write).
 			// If it fails, the whole transaction is rolled back, it fails
 			// alone and the others run again in a new one.
-			err := r.fn(ctx, wc, false)
-			r.err, r.ok = err, err == nil
-			lost = err != nil
+			// A request that failed without writing anything (untouched)
+			// leaves the transaction as it was: the others go on.
+			err, clean := isUntouched(r.fn(ctx, wc, false))
+			r.err, r.ok, r.clean = err, err == nil, clean
+			lost = err != nil && !clean
 			continue
 		}
 		if err := wc.exec(ctx, "SAVEPOINT g"); err != nil {
@@ -544,6 +577,7 @@ func (st *Store) round(wc *wconn, reqs []*request) (again []*request) {
 				err = r.fn(ctx, wc, true)
 			}
 		}
+		err, _ = isUntouched(err)
 		if err == nil {
 			if err = wc.exec(ctx, "RELEASE g"); err == nil {
 				r.ok = true
@@ -571,16 +605,27 @@ func (st *Store) round(wc *wconn, reqs []*request) (again []*request) {
 			st.release(wc, false)
 			st.w.groups.Add(1)
 		} else {
-			// Nothing was written: those that ran get the commit's error.
+			// Nothing was written: those that ran get the commit's error,
+			// and so do those that failed untouched, whose answer was
+			// decided on what the group wrote before them.
 			st.release(wc, !st.rollbackW(wc))
 			for _, r := range reqs {
-				if r.ok {
-					r.ok, r.err = false, err
+				if r.ok || r.clean {
+					r.ok, r.clean, r.err = false, false, err
 				}
 			}
 		}
 	} else {
 		st.release(wc, !st.rollbackW(wc))
+		if lost {
+			// What the requests that failed untouched were decided on is
+			// rolled back with the rest: they run again.
+			for _, r := range reqs {
+				if r.clean {
+					r.clean, r.err, r.again = false, nil, true
+				}
+			}
+		}
 	}
 	for _, r := range reqs {
 		switch {
