@@ -28,8 +28,8 @@ KILLS ?= 40
 LOAD  ?= 1500ms
 reliability: launcher
 	CRASHTEST_KILLS=$(KILLS) RELIABILITY_LOAD_DURATION=$(LOAD) $(GO) test -count=1 -timeout 60m -v \
-	  -run 'TestCrashLoop|TestNetworkFaults|TestRedisRestartUnderLoad|TestMongoRestartUnderLoad|TestMongoConnectionsDropUnderLoad|TestTwoProcessLoad' \
-	  ./internal/crashtest/ ./internal/reliability/ | grep -E '^(---|ok|FAIL|PASS)|crash loop|load |restart:|drop:|faults='
+	  -run 'TestCrashLoop|TestTwoCopies|TestNetworkFaults|TestRedisRestartUnderLoad|TestMongoRestartUnderLoad|TestMongoConnectionsDropUnderLoad|TestTwoProcessLoad' \
+	  ./internal/crashtest/ ./internal/reliability/ | grep -E '^(---|ok|FAIL|PASS)|crash loop|two copies|load |restart:|drop:|faults='
 
 ## launcher: build the test-server launcher (FerretDB, testcontainers) once, so
 ## a cold build (minutes on a fresh machine) happens here and not inside a test.
