@@ -332,6 +332,9 @@ func (cp *Checkpoint) MarshalJSON() ([]byte, error) {
 	if cp.PersistedCount < 0 {
 		return nil, fmt.Errorf("%w: negative persisted count %d", ErrInvalidState, cp.PersistedCount)
 	}
+	if brokenWriter {
+		return cp.marshalUnchecked(w, terminal, label)
+	}
 	step := cp.Step.encode()
 	ms := cloneMembers(cp.members)
 	ms = setMember(ms, keySchema, encodeString(label))
@@ -360,6 +363,24 @@ func (cp *Checkpoint) MarshalJSON() ([]byte, error) {
 		return nil, fmt.Errorf("runstate: encode checkpoint: %w", err)
 	}
 	return out, nil
+}
+
+// brokenWriter is a test hook: MarshalJSON as it was before it checked
+// what it writes, for the property test's negative control.
+var brokenWriter bool
+
+func (cp *Checkpoint) marshalUnchecked(w *PendingWrite, terminal bool, label string) ([]byte, error) {
+	ms := setMember(cloneMembers(cp.members), keySchema, encodeString(cp.Schema))
+	ms = setMember(ms, keyStep, cp.Step.encode())
+	ms = setMember(ms, keyCount, mustJSON(cp.PersistedCount))
+	if w != nil {
+		raw, err := w.encode()
+		if err != nil {
+			return nil, err
+		}
+		ms = setMember(ms, keyPending, raw)
+	}
+	return pythonLayout(encodeObject(ms))
 }
 
 func (s Step) encode() json.RawMessage {

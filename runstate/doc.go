@@ -1,7 +1,37 @@
-// Package runstate is the part of an agent runner's checkpoint (the Python
-// SDK's RunState) that owns Session persistence: the current step, the
-// number of the current turn's items already persisted, the terminal
-// marker, and the one pending Session write.
+// Package runstate makes an agent loop's Session persistence crash-safe,
+// including the held write that keeps a human approval from ever
+// corrupting the history.
+//
+// # The front door: Run
+//
+// A loop author needs one type. Open a Run on the conversation's session
+// (any adapter; the checkpoint is kept beside the session, in the same
+// store), before any model call or tool: Open recovers whatever an earlier
+// process left half done. Then, per response of the model:
+//
+//	run, err := runstate.Open(ctx, s, runstate.Options{OutputGuardrails: true, ToolUse: runstate.ToolUseStopOnFirstTool})
+//	err = run.Input(ctx, userMessage)                     // the run's input, first
+//	err = run.Turn(ctx, respID, items...)                 // a turn that goes on to another model call
+//	err = run.Interrupt(ctx, respID, items, "call_1")     // a turn awaiting approval: the process may exit
+//	// later, in any process:
+//	run, err = runstate.Open(ctx, s, opts)
+//	for _, id := range run.Awaiting() { err = run.Output(ctx, outputOf(id)) } // as each tool output exists
+//	err = run.Settle(ctx)                                 // calls and outputs land in one ordered append
+//	err = run.Finish(ctx, respID, final...)               // the run is over: the checkpoint is deleted
+//
+// Every call that appends is crash-safe: killed at any instant, the next
+// Open lands each batch exactly once and never runs an answered call again.
+// Two processes resuming one checkpoint cannot both settle: the checkpoint
+// is versioned, and the second save fails with session.ErrCheckpointConflict.
+// Where the session commits an append with its checkpoint
+// (session.CheckpointCommitter), both are one atomic step and no digests
+// are read; elsewhere the Python SDK's digest recovery decides. ExampleRun
+// is the whole approval flow across two processes.
+//
+// The rest of this package is the checkpoint the Run drives, for loops
+// shaped like the Python runner (handoff filters, detached exits,
+// compaction, max-turns handlers): Checkpoint and its methods, which keep
+// every check the Run relies on.
 //
 // # The checkpoint
 //
@@ -13,7 +43,12 @@
 // Python-written checkpoint round-trips byte-identically. Loading enforces
 // every validation rule of the Python loader for the pending write
 // (semantics §3.2) through a per-label, per-variant key table; each
-// refusal is a *LoadError naming the Rule that failed.
+// refusal is a *LoadError naming the rule that failed. What MarshalJSON
+// writes, Load accepts and writes back byte for byte: a state no document
+// can hold is refused at the call that would make it (ErrNoStep) or by
+// MarshalJSON (ErrInvalidState), and a record under a step that cannot
+// resume (a final output's, mid-settle) is written terminal, so Load reads
+// it back and Resume refuses it.
 //
 // # Labels
 //
@@ -114,6 +149,7 @@
 //	cp.Save(ctx, s, SaveArgs{...})         // each completed turn (Slice: true)
 //	cp.Park(s, withheld, ParkOptions{...}) // an approval interruption under the gate
 //	cp.ExtendHeld(outputs)                 // each tool output of a resumed turn, as it commits
+//	cp.SetStep(StepRunAgain)               // the approvals resolved
 //	cp.SaveResumedTurn(ctx, s, ResumedTurn{Items: view, Held: cp.TakeHeld(), ...}) // exit, attached
 //	cp.HoldResumedTurn(view)               // exit, detached
 //	cp.DiscardHeld()                       // an output-guardrail tripwire

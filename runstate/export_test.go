@@ -87,3 +87,10 @@ const (
 	VariantCompaction   = variantCompaction
 	VariantPendingInput = variantPendingInput
 )
+
+// BreakWriter makes MarshalJSON write what it holds without checking it,
+// until the returned function is called.
+func BreakWriter() (restore func()) {
+	brokenWriter = true
+	return func() { brokenWriter = false }
+}

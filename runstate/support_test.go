@@ -259,3 +259,12 @@ func hasPendingKey(t testing.TB, cp *runstate.Checkpoint) bool {
 	require.NoError(t, err)
 	return strings.Contains(string(b), `"pending_session_write"`)
 }
+
+// newFakeQuiet is newFake outside a test (the fuzz interpreter's).
+func newFakeQuiet(id string) *fakeSession {
+	s, err := memory.NewSession(id)
+	if err != nil {
+		panic(err)
+	}
+	return &fakeSession{Session: s}
+}
