@@ -15,10 +15,11 @@
 //
 // # Key layout (LayoutNative, the default)
 //
-// A session is two keys:
+// A session is two keys, and a third once it holds checkpoints:
 //
-//	<prefix>:{<escaped id>}:items   list of items, oldest first, each the item's JSON bytes as given
-//	<prefix>:{<escaped id>}:meta    hash: session_id, created_at (Unix milliseconds, client clock)
+//	<prefix>:{<escaped id>}:items         list of items, oldest first, each the item's JSON bytes as given
+//	<prefix>:{<escaped id>}:meta          hash: session_id, created_at (Unix milliseconds, client clock)
+//	<prefix>:{<escaped id>}:checkpoints   hash: v:<name> (version), d:<name> (document); see "Checkpoints"
 //
 // The prefix defaults to "agents:native" (DefaultKeyPrefix; see "Two
 // layouts in one database" for why not the Python SDK's). The metadata is
@@ -26,7 +27,7 @@
 // append, as nothing of it changes (stores written by earlier versions
 // also hold an updated_at field, which is left alone). The braces are a
 // Redis Cluster hash tag: Redis hashes only the substring between the
-// first '{' of a key and the first '}' after it, so both keys of a session
+// first '{' of a key and the first '}' after it, so all keys of a session
 // hash to the same slot and every operation below is a single-slot, atomic
 // step on one server, in a cluster too. For that to hold for every id, the prefix may
 // not contain braces (New refuses it), and the id is escaped: '%', '{', '}'
@@ -35,7 +36,7 @@
 // escaped id therefore holds no brace, so the tag is exactly the escaped
 // id, and the escaping is injective ('%' is escaped too), so no id can
 // produce another session's tag or keys. Escaping ':' is not needed for
-// safety (the fixed ":items"/":meta" suffix follows the closing brace) but
+// safety (the fixed ":items"/":meta"/":checkpoints" suffix follows the closing brace) but
 // keeps ids from looking like extra key segments in tools that split keys
 // on ':'. ParseKey turns a key back into its session id. Percent-escaping
 // keeps ordinary ids readable in redis-cli, unlike hex encoding.
@@ -58,10 +59,17 @@
 //	PopItem       2  LRANGE -1 -1, then EVALSHA of a script that pops that record only if it is
 //	                 still the newest, byte for byte; the read window doubles (one more round
 //	                 trip each time) while it holds unreadable records only
-//	Clear         1  DEL of every key of the session
+//	Clear         1  DEL of every key of the history (the checkpoint hash stays)
 //	ReplaceItems  1  EVALSHA: metadata + DEL + RPUSH + PEXPIRE, atomically
-//	Touch         1  EVALSHA: PEXPIRE every key
-//	ExpiresIn     1  PTTL of the items list
+//	Touch         1  EVALSHA: PEXPIRE every key, the checkpoint hash's too
+//	ExpiresIn     1  PTTL of the items list; 1 more, PTTL of the checkpoint hash, when there is
+//	                 no list
+//	SaveCheckpoint / AppendWithCheckpoint
+//	              1  EVALSHA of the commit script: version check, metadata, RPUSH, version and
+//	                 document, PEXPIRE every key
+//	LoadCheckpoint 1 HMGET of the version and the document (a script with RefreshOnRead and a TTL)
+//	DeleteCheckpoint 1 EVALSHA: version check, HDEL
+//	ListCheckpoints 1 HKEYS of the checkpoint hash
 //
 // The scripts do only what needs the server's atomicity: timestamps,
 // validation and sizes are the client's work. PopItem costs two round
@@ -104,22 +112,51 @@
 //
 // # TTL
 //
-// With Options.TTL, every write (AddItems, ReplaceItems, PopItem) sets the
-// expiry of all the session's keys together, inside the write's own
-// script or MULTI/EXEC, so a session's items and metadata always expire together and
-// never part of a batch. Reads refresh the expiry only with RefreshOnRead.
-// Expiry runs on the server's clock in milliseconds. The Session
-// implements session.Expirer: TTL, ExpiresIn (PTTL of the items list) and
+// With Options.TTL, every write (AddItems, ReplaceItems, PopItem,
+// SaveCheckpoint, AppendWithCheckpoint) sets the expiry of all the
+// session's keys together, the checkpoint hash included, inside the
+// write's own script or MULTI/EXEC, so a session's items, metadata and
+// checkpoints always expire together and never part of a batch. Reads
+// refresh the expiry only with RefreshOnRead. Expiry runs on the server's
+// clock in milliseconds. The Session implements session.Expirer: TTL,
+// ExpiresIn (PTTL of the items list, else of the checkpoint hash) and
 // Touch.
 //
+// # Checkpoints
+//
+// A Session implements session.CheckpointStore and
+// session.CheckpointCommitter. A session's checkpoints live in one hash,
+// the checkpoint hash (Session.CheckpointKey), two fields per name: v:<name>
+// holds the version (a decimal integer, advanced with HINCRBY) and d:<name>
+// the document's bytes as given. In the native layout it carries the
+// session's hash tag, so it sits in the slot of the session's other keys
+// and every checkpoint operation, like every other, is one single-slot
+// atomic step in a cluster too.
+//
+// Every checkpoint write is one script: a save compares the expected
+// version with the stored one (as decimal strings; "0" when none is
+// stored, AnyVersion skips it) and writes nothing on a mismatch;
+// AppendWithCheckpoint is the append script's metadata and push plus that
+// save, in the same script, so the batch and the checkpoint land together
+// or not at all. The script checks every key it writes (types, the stored
+// version) before its first write, so a failure, like a conflict, leaves
+// everything as it was. Clear and a replace with no items keep the
+// checkpoint hash; RemoveSession (and sessionctl check's cleanup, through
+// the URL store) deletes it with the rest, and MovePrefix moves it with
+// the rest. ListSessions lists the sessions holding items: a session whose
+// only key is its checkpoint hash is not listed (nor is one whose only key
+// is its metadata).
+//
+
 // # Python layout (LayoutPython)
 //
 // LayoutPython reads and writes what the Python Agents SDK's RedisSession
 // (agents.extensions.memory.redis_session) stores on a standalone server:
 //
-//	<prefix>:<id>            hash: session_id, created_at (HSETNX), updated_at (Unix seconds)
-//	<prefix>:<id>:messages   list of JSON strings, oldest first
-//	<prefix>:<id>:counter    deleted by Clear and expired with the others, never written
+//	<prefix>:<id>              hash: session_id, created_at (HSETNX), updated_at (Unix seconds)
+//	<prefix>:<id>:messages     list of JSON strings, oldest first
+//	<prefix>:<id>:counter      deleted by Clear and expired with the others, never written
+//	<prefix>:<id>:checkpoints  this package's checkpoint hash, as in the native layout
 //
 // with the Python SDK's default prefix, "agents:session"
 // (DefaultPythonKeyPrefix), and on every append the metadata Python
@@ -128,11 +165,17 @@
 // json.dumps(item, separators=(",", ":")); this adapter writes the item's
 // bytes exactly as it has them (the round trip is byte for byte), which
 // Python's json.loads reads just as well. Ids are not escaped in this
-// layout (the keys must match Python's), so an id ending in ":messages"
-// or ":counter", whose hash key would be another session's key, is
-// refused. The layout is refused on cluster clients (ErrClusterLayout):
-// its three keys share no hash tag, so they live in different slots and
-// no single atomic step can write them together.
+// layout (the keys must match Python's), so an id ending in ":messages",
+// ":counter" or ":checkpoints", whose hash key would be another session's
+// key, is refused. The layout is refused on cluster clients
+// (ErrClusterLayout): its keys share no hash tag, so they live in
+// different slots and no single atomic step can write them together.
+//
+// The Python SDK never reads, writes or deletes the checkpoint hash: its
+// clear_session deletes its three keys only (as Clear does, checkpoints
+// stay), and its add_items refreshes the expiry of its three keys only, so
+// with a TTL a session that only Python writes keeps its checkpoints until
+// the last write of this package plus the TTL.
 //
 // # Two layouts in one database
 //
@@ -166,7 +209,7 @@
 //
 //	moved, err := redis.MovePrefix(ctx, client, "agents:session", "")
 //
-// (every session's two keys are renamed together, atomically, to the new
+// (every session's keys are renamed together, atomically, to the new
 // default "agents:native"; a session whose keys were already reached by a
 // Python-layout id is left in place and named in the error), or with any
 // tool that renames "agents:session:{ID}:items" and

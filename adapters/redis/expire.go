@@ -11,8 +11,9 @@ import (
 func (s *Session) TTL() time.Duration { return time.Duration(s.st.ttlMS) * time.Millisecond }
 
 // ExpiresIn returns how long until the session's data expire, from the
-// server's PTTL of the items list; ok is false when the session holds no
-// item or its keys have no expiry.
+// server's PTTL of the items list, or, when the session holds no item, of
+// its checkpoint hash (one more round trip, for such sessions only); ok is
+// false when the session holds neither or its keys have no expiry.
 func (s *Session) ExpiresIn(ctx context.Context) (time.Duration, bool, error) {
 	if err := s.begin(ctx); err != nil {
 		return 0, false, err
@@ -20,6 +21,9 @@ func (s *Session) ExpiresIn(ctx context.Context) (time.Duration, bool, error) {
 	// PTTL answers -2 for a missing key and -1 for a key without expiry;
 	// go-redis hands those through as -2ns and -1ns.
 	d, err := s.st.client.PTTL(ctx, s.keys[0]).Result()
+	if err == nil && d == -2 {
+		d, err = s.st.client.PTTL(ctx, s.CheckpointKey()).Result()
+	}
 	if err != nil {
 		return 0, false, fmt.Errorf("redis: ttl of session %q: %w", s.id, err)
 	}
@@ -29,8 +33,9 @@ func (s *Session) ExpiresIn(ctx context.Context) (time.Duration, bool, error) {
 	return d, true, nil
 }
 
-// Touch restarts the expiry clock of every key of the session together, in
-// one round trip. Without a TTL it does nothing.
+// Touch restarts the expiry clock of every key of the session together,
+// the checkpoint hash's included, in one round trip. Without a TTL it does
+// nothing.
 func (s *Session) Touch(ctx context.Context) error {
 	if err := s.begin(ctx); err != nil {
 		return err
@@ -38,7 +43,7 @@ func (s *Session) Touch(ctx context.Context) error {
 	if s.st.ttlMS == 0 {
 		return nil
 	}
-	if err := s.st.run(ctx, touchScript, s.keys, s.st.ttlMS).Err(); err != nil {
+	if err := s.st.run(ctx, touchScript, s.all, s.st.ttlMS).Err(); err != nil {
 		return fmt.Errorf("redis: touch session %q: %w", s.id, err)
 	}
 	return nil

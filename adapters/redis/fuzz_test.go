@@ -24,7 +24,7 @@ func FuzzEscapeID(f *testing.F) {
 		if id == "" {
 			return
 		}
-		for i, k := range nativeKeys("p", id) {
+		for i, k := range sessionKeys("p", id) {
 			if hashTag(k) != esc {
 				t.Fatalf("key %q of %q has tag %q, want %q", k, id, hashTag(k), esc)
 			}
@@ -42,7 +42,7 @@ func FuzzParseKey(f *testing.F) {
 	for _, k := range []string{
 		"agents:session:{abc}:items", "agents:session:{a%3Ab}:meta", "agents:session:{}:items",
 		"agents:session:{a%3ab}:items", "agents:session:{a%3}:items", "agents:session:{{}:items",
-		"agents:session:{x}y}:items", "agents:session:abc:messages", "",
+		"agents:session:{x}y}:items", "agents:session:abc:messages", "agents:native:{abc}:checkpoints", "",
 	} {
 		f.Add(k)
 	}
@@ -54,7 +54,7 @@ func FuzzParseKey(f *testing.F) {
 		if id == "" {
 			t.Fatalf("ParseKey(%q) accepted an empty id", key)
 		}
-		if want := nativeKeys(DefaultKeyPrefix, id)[kind-1]; want != key {
+		if want := sessionKeys(DefaultKeyPrefix, id)[kind-1]; want != key {
 			t.Fatalf("ParseKey(%q) = %q, whose key is %q", key, id, want)
 		}
 	})

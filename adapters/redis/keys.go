@@ -19,6 +19,25 @@ const (
 	pythonCounterSuffix  = ":counter"
 )
 
+// checkpointsSuffix ends the key of a session's checkpoint hash, in both
+// layouts: <prefix>:{<escaped id>}:checkpoints (native, in the session's
+// hash slot) and <prefix>:<id>:checkpoints (Python). The hash holds two
+// fields per checkpoint name:
+//
+//	v:<name>   the version, a decimal integer (HINCRBY), at least 1
+//	d:<name>   the document, its bytes as given
+//
+// Both fields of a name are written and deleted together by one script,
+// so a name has both or neither. The prefixes keep the two fields of one
+// name apart whatever bytes the name holds, and ListCheckpoints reads the
+// names back from the v: fields (HKEYS, no document read). The Python SDK
+// never reads or writes this key.
+const (
+	checkpointsSuffix = ":checkpoints"
+	versionField      = "v:"
+	documentField     = "d:"
+)
+
 // escapeID returns id with '%', '{', '}' and ':' percent-escaped (as %25,
 // %7B, %7D, %3A). The result never holds a brace, so it can sit between
 // the braces of a hash tag: Redis hashes the substring between the first
@@ -99,6 +118,13 @@ func nativeKeys(prefix, id string) []string {
 	return []string{base + itemsSuffix, base + metaSuffix}
 }
 
+// nativeCheckpointKey returns the key of session id's checkpoint hash in
+// the native layout: it carries the session's hash tag, so it lives in the
+// slot of the session's other keys.
+func nativeCheckpointKey(prefix, id string) string {
+	return prefix + ":{" + escapeID(id) + "}" + checkpointsSuffix
+}
+
 // pythonKeys returns the keys of session id in the Python SDK's layout, in
 // the order the scripts expect: the messages list, the session hash, the
 // counter.
@@ -106,9 +132,10 @@ func pythonKeys(prefix, id string) ([]string, error) {
 	// The Python layout cannot escape ids (it must match the Python SDK's
 	// keys byte for byte), so an id whose hash key would be another
 	// session's messages or counter key is refused instead.
-	if strings.HasSuffix(id, pythonMessagesSuffix) || strings.HasSuffix(id, pythonCounterSuffix) {
-		return nil, fmt.Errorf("%w: in the Python layout an id ending in %q or %q names another session's key",
-			session.ErrInvalidSessionID, pythonMessagesSuffix, pythonCounterSuffix)
+	if strings.HasSuffix(id, pythonMessagesSuffix) || strings.HasSuffix(id, pythonCounterSuffix) ||
+		strings.HasSuffix(id, checkpointsSuffix) {
+		return nil, fmt.Errorf("%w: in the Python layout an id ending in %q, %q or %q names another session's key",
+			session.ErrInvalidSessionID, pythonMessagesSuffix, pythonCounterSuffix, checkpointsSuffix)
 	}
 	base := prefix + ":" + id
 	return []string{base + pythonMessagesSuffix, base, base + pythonCounterSuffix}, nil
@@ -119,13 +146,16 @@ type KeyKind int
 
 // The keys of a native-layout session.
 const (
-	KeyItems KeyKind = iota + 1 // the list of items
-	KeyMeta                     // the metadata hash
+	KeyItems       KeyKind = iota + 1 // the list of items
+	KeyMeta                           // the metadata hash
+	KeyCheckpoints                    // the checkpoint hash
 )
 
 // ParseKey returns the session id and kind of a native-layout key under
 // prefix (empty means DefaultKeyPrefix), for tools that list sessions with
-// SCAN. ok is false for any key the layout does not produce.
+// SCAN. ok is false for any key the layout does not produce. A session
+// whose only key is its checkpoint hash holds no items: tools listing
+// sessions count the KeyItems keys, as ListSessions does.
 func ParseKey(prefix, key string) (id string, kind KeyKind, ok bool) {
 	if prefix == "" {
 		prefix = DefaultKeyPrefix
@@ -143,6 +173,8 @@ func ParseKey(prefix, key string) (id string, kind KeyKind, ok bool) {
 		kind = KeyItems
 	case metaSuffix:
 		kind = KeyMeta
+	case checkpointsSuffix:
+		kind = KeyCheckpoints
 	default:
 		return "", 0, false
 	}

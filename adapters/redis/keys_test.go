@@ -24,6 +24,12 @@ func hashTag(key string) string {
 	return key[s+1 : s+1+e]
 }
 
+// sessionKeys returns every key of native session id, in KeyKind order:
+// the items list, the metadata hash, the checkpoint hash.
+func sessionKeys(prefix, id string) []string {
+	return append(nativeKeys(prefix, id), nativeCheckpointKey(prefix, id))
+}
+
 var hostileIDs = []string{
 	"a", "a:", "a:items", "a:meta", "a*", "a}", "{a}", "a}:{x", "{", "}", "{}", "}{", "%", "%7B", "%7b", "a%2A",
 	"'", `"`, "$where:a", "a\x00", "\x00", "a\x00x", "/../x", `\`, strings.Repeat("L", 4096),
@@ -54,10 +60,11 @@ func TestNativeKeysConfineHostileIDs(t *testing.T) {
 	tags := map[string]string{}
 	keys := map[string]string{}
 	for _, id := range hostileIDs {
-		ks := nativeKeys(DefaultKeyPrefix, id)
-		require.Len(t, ks, 2)
+		ks := sessionKeys(DefaultKeyPrefix, id)
+		require.Len(t, ks, 3)
 		tag := hashTag(ks[0])
-		require.Equal(t, tag, hashTag(ks[1]), "both keys of %q share one hash tag", id)
+		require.Equal(t, tag, hashTag(ks[1]), "the keys of %q share one hash tag", id)
+		require.Equal(t, tag, hashTag(ks[2]), "the checkpoint hash of %q shares the session's hash tag", id)
 		require.Equal(t, escapeID(id), tag, "the tag of %q is its escaped id", id)
 		require.NotContains(t, tag, "{")
 		require.NotContains(t, tag, "}")
@@ -78,18 +85,20 @@ func TestNativeKeysConfineHostileIDs(t *testing.T) {
 	}
 }
 
-// TestNativeKeysOneSlot asks the cluster itself: both keys of every hostile
-// id hash to one slot.
+// TestNativeKeysOneSlot asks the cluster itself: every key of every
+// hostile id (the checkpoint hash's too) hashes to one slot.
 func TestNativeKeysOneSlot(t *testing.T) {
 	ctx := context.Background()
 	c := clusterClient(t)
 	for _, id := range hostileIDs {
-		ks := nativeKeys("agents:session", id)
+		ks := sessionKeys("agents:session", id)
 		a, err := c.ClusterKeySlot(ctx, ks[0]).Result()
 		require.NoError(t, err)
-		b, err := c.ClusterKeySlot(ctx, ks[1]).Result()
-		require.NoError(t, err)
-		require.Equal(t, a, b, "id %q", id)
+		for _, k := range ks[1:] {
+			b, err := c.ClusterKeySlot(ctx, k).Result()
+			require.NoError(t, err)
+			require.Equal(t, a, b, "id %q, key %q", id, k)
+		}
 	}
 }
 
@@ -103,6 +112,9 @@ func TestParseKey(t *testing.T) {
 		{"", "agents:native:{abc}:items", "abc", KeyItems, true},
 		{"", "agents:native:{a%3Ab}:meta", "a:b", KeyMeta, true},
 		{"p", "p:{%7Bx%7D}:items", "{x}", KeyItems, true},
+		{"", "agents:native:{a%3Ab}:checkpoints", "a:b", KeyCheckpoints, true},
+		{"", "agents:native:{abc}:checkpoint", "", 0, false},
+		{"", "agents:native:abc:checkpoints", "", 0, false}, // the Python layout's
 		{"", "agents:native:{abc}:other", "", 0, false},
 		{"", "agents:native:{}:items", "", 0, false},
 		{"", "agents:native:{a:b}:items", "", 0, false},       // a raw ':' is never produced

@@ -92,12 +92,12 @@ func TestLayoutsNeverMeet(t *testing.T) {
 func TestDefaultKeySpacesDisjoint(t *testing.T) {
 	require.False(t, prefixesOverlap(DefaultKeyPrefix, DefaultPythonKeyPrefix))
 	for _, id := range hostileIDs {
-		for _, k := range nativeKeys(DefaultKeyPrefix, id) {
+		for _, k := range sessionKeys(DefaultKeyPrefix, id) {
 			require.False(t, strings.HasPrefix(k, DefaultPythonKeyPrefix+":"), k)
 		}
 		// The Python SDK's keys for id, refused or not by this adapter.
 		base := DefaultPythonKeyPrefix + ":" + id
-		for _, k := range []string{base, base + ":messages", base + ":counter"} {
+		for _, k := range []string{base, base + ":messages", base + ":counter", base + ":checkpoints"} {
 			_, _, ok := ParseKey(DefaultKeyPrefix, k)
 			require.False(t, ok, k)
 			require.False(t, strings.HasPrefix(k, DefaultKeyPrefix+":"), k)

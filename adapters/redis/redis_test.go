@@ -89,7 +89,13 @@ func (h *harness) OpenPeer(_ context.Context, id string) (session.Session, error
 	return h.peer.Session(id)
 }
 func (h *harness) Declared() session.Capabilities {
-	return session.Caps(session.CapLatest, session.CapReplace, session.CapTTL)
+	return session.Caps(session.CapLatest, session.CapReplace, session.CapTTL, session.CapCheckpoints, session.CapCheckpointCommit)
+}
+
+// RemoveSession deletes every key of the session, its checkpoint hash
+// included (Clear keeps that one), so that the suite leaves nothing behind.
+func (h *harness) RemoveSession(ctx context.Context, id string) error {
+	return h.store.RemoveSession(ctx, id)
 }
 
 // AppendRaw pushes raw bytes onto the session's list with a plain RPUSH.
@@ -127,6 +133,7 @@ var (
 	_ driver.RawAppender          = (*harness)(nil)
 	_ conformance.CorruptReporter = (*harness)(nil)
 	_ conformance.TTLHarness      = (*harness)(nil)
+	_ conformance.Remover         = (*harness)(nil)
 )
 
 func TestConformance(t *testing.T) {

@@ -140,8 +140,8 @@ func TestRoundTrips(t *testing.T) {
 				{"append 10000 items again (one RPUSHX)", func() error {
 					return s.AddItems(ctx, conformance.Numbered("big2", 10000))
 				}, []string{"rpushx"}},
-				{"ttl append to a new session", func() error { return ts.AddItems(ctx, batch) }, []string{"pipeline(multi,rpushx,pexpire,pexpire,exec)", "evalsha"}},
-				{"ttl append again", func() error { return ts.AddItems(ctx, batch) }, []string{"pipeline(multi,rpushx,pexpire,pexpire,exec)"}},
+				{"ttl append to a new session", func() error { return ts.AddItems(ctx, batch) }, []string{"pipeline(multi,rpushx,pexpire,pexpire,pexpire,exec)", "evalsha"}},
+				{"ttl append again", func() error { return ts.AddItems(ctx, batch) }, []string{"pipeline(multi,rpushx,pexpire,pexpire,pexpire,exec)"}},
 				{"ttl latest-N with refresh", func() error { _, err := ts.LatestItems(ctx, 5); return err }, []string{"evalsha"}},
 				{"ttl items with refresh", func() error { _, err := ts.Items(ctx); return err }, []string{"evalsha"}},
 				{"ttl pop", func() error { _, _, err := ts.PopItem(ctx); return err }, []string{"lrange", "evalsha"}},

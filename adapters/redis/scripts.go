@@ -10,10 +10,14 @@ import (
 )
 
 // The scripts take the session's keys in KEYS, always in the same order:
-// KEYS[1] the items list, KEYS[2] the metadata hash, and in the Python
-// layout KEYS[3] the counter. Every key of a session is listed, so a
-// script can expire them all together, and in the native layout they share
-// one hash tag, so each script is single-slot in a cluster.
+// KEYS[1] the items list, KEYS[2] the metadata hash, in the Python layout
+// KEYS[3] the counter, and last (KEYS[#KEYS]) the checkpoint hash. Every
+// key of a session is listed, so a script can expire them all together
+// (the checkpoint hash with the history: see "Checkpoints" in the package
+// documentation), and in the native layout they share one hash tag, so
+// each script is single-slot in a cluster. Only the commit script writes
+// the checkpoint hash; the others only refresh its expiry, and the replace
+// that deletes the history leaves it alone, as Clear does.
 //
 // They use redis.call, never pcall: an error aborts the script. Redis does
 // not roll back the writes a script made before an error, so each write
@@ -27,7 +31,9 @@ import (
 // client can do (timestamps, validation, sizes) it does before sending.
 //
 // ARGV of the write scripts: ttl in milliseconds (0: none), the session id,
-// the client's clock in the layout's unit, then the items.
+// the client's clock in the layout's unit, then (commit only) the
+// checkpoint's name, document and expected version, then the items, from
+// ARGV[first] to ARGV[n].
 
 // The write scripts are composed from these pieces.
 const (
@@ -37,7 +43,6 @@ const (
 	// list key of another type exists too, and then the first RPUSH fails
 	// before anything is written.
 	nativeStampSrc = `
-local n = #ARGV
 if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('HSET', KEYS[2], 'session_id', ARGV[2])
   redis.call('HSETNX', KEYS[2], 'created_at', ARGV[3])
@@ -46,30 +51,39 @@ end
 	// pythonStampSrc writes what the Python SDK's add_items writes:
 	// session_id and updated_at on every append, created_at once.
 	pythonStampSrc = `
-local n = #ARGV
 redis.call('HSET', KEYS[2], 'session_id', ARGV[2], 'updated_at', ARGV[3])
 redis.call('HSETNX', KEYS[2], 'created_at', ARGV[3])
 `
-	// pushExpireSrc pushes ARGV[4:] in chunks (unpack of a huge list would
-	// overflow Lua's C stack), refreshes every key's expiry, and returns the
-	// number of items pushed.
-	pushExpireSrc = `
-for i = 4, n, 4000 do
+	// pushSrc pushes ARGV[first:n] in chunks (unpack of a huge list would
+	// overflow Lua's C stack).
+	pushSrc = `
+for i = first, n, 4000 do
   local j = i + 3999
   if j > n then j = n end
   redis.call('RPUSH', KEYS[1], unpack(ARGV, i, j))
 end
+`
+	// expireSrc refreshes every key's expiry, the checkpoint hash's too.
+	expireSrc = `
 local ttl = tonumber(ARGV[1])
 if ttl > 0 then
   for _, k in ipairs(KEYS) do redis.call('PEXPIRE', k, ttl) end
 end
-return n - 3
+`
+	// writeArgsSrc names the items of an append or a replace: ARGV[4:].
+	writeArgsSrc = `
+local n, first = #ARGV, 4
+`
+	// pushExpireSrc pushes the items, refreshes every key's expiry, and
+	// returns the number of items pushed.
+	pushExpireSrc = pushSrc + expireSrc + `
+return n - first + 1
 `
 	// replaceHeadSrc: replacing with no items deletes every key of the
-	// session, as Clear does.
+	// history, as Clear does; the checkpoint hash (the last key) stays.
 	replaceHeadSrc = `
 if #ARGV == 3 then
-  redis.call('DEL', unpack(KEYS))
+  redis.call('DEL', unpack(KEYS, 1, #KEYS - 1))
   return 0
 end
 `
@@ -78,25 +92,100 @@ end
 // appendSrc appends a batch in the native layout, creating the metadata
 // when the session is new. AddItems sends it when there is a TTL, or when
 // its plain RPUSHX found no list.
-const appendSrc = nativeStampSrc + pushExpireSrc
+const appendSrc = writeArgsSrc + nativeStampSrc + pushExpireSrc
 
 // pythonAppendSrc appends a batch in the Python layout.
-const pythonAppendSrc = pythonStampSrc + pushExpireSrc
+const pythonAppendSrc = writeArgsSrc + pythonStampSrc + pushExpireSrc
 
 // replaceSrc replaces the history atomically in the native layout: the
 // metadata is checked (HSET fails on a key of another type) before the list
 // is deleted, and created_at is kept.
-const replaceSrc = replaceHeadSrc + `
-local n = #ARGV
+const replaceSrc = replaceHeadSrc + writeArgsSrc + `
 redis.call('HSET', KEYS[2], 'session_id', ARGV[2])
 redis.call('HSETNX', KEYS[2], 'created_at', ARGV[3])
 redis.call('DEL', KEYS[1])
 ` + pushExpireSrc
 
 // pythonReplaceSrc replaces the history atomically in the Python layout.
-const pythonReplaceSrc = replaceHeadSrc + pythonStampSrc + `
+const pythonReplaceSrc = replaceHeadSrc + writeArgsSrc + pythonStampSrc + `
 redis.call('DEL', KEYS[1])
 ` + pushExpireSrc
+
+// The checkpoint scripts compare versions as the decimal strings Redis
+// keeps (HINCRBY writes them; the client formats the expected one with
+// strconv), so no version goes through a Lua number on the way in. "-1" is
+// session.AnyVersion, and a missing checkpoint is at version "0". A
+// conflict returns {0, stored version} having written nothing.
+
+// commitHeadSrc checks the expected version of checkpoint ARGV[4] against
+// the stored one, and checks, before any write, every key the commit will
+// write: HGET fails on a checkpoint key of another type, LLEN on an items
+// key of another type, and a version field that HINCRBY could not advance
+// is refused, so that after the first write nothing can fail and a failed
+// commit (like a conflicting one) has written nothing.
+const commitHeadSrc = `
+local n, first = #ARGV, 7
+local ck = KEYS[#KEYS]
+local vf = 'v:' .. ARGV[4]
+local cur = redis.call('HGET', ck, vf)
+local have = cur or '0'
+if ARGV[6] ~= '-1' and ARGV[6] ~= have then return {0, have} end
+if cur and (not string.match(cur, '^%d+$') or #cur > 18) then
+  return redis.error_reply('ERR the stored checkpoint version is not a version number')
+end
+if n >= first then redis.call('LLEN', KEYS[1]) end
+`
+
+// commitTailSrc advances the version, stores the document, refreshes the
+// expiry of every key of the session, and returns {1, new version}.
+const commitTailSrc = `
+local v = redis.call('HINCRBY', ck, vf, 1)
+redis.call('HSET', ck, 'd:' .. ARGV[4], ARGV[5])
+` + expireSrc + `
+return {1, v}
+`
+
+// commitSrc is AppendWithCheckpoint (and, with no items, SaveCheckpoint)
+// in the native layout: the append script's metadata and push, then the
+// checkpoint save, in one script.
+const commitSrc = commitHeadSrc + `
+if n >= first then
+` + nativeStampSrc + pushSrc + `
+end
+` + commitTailSrc
+
+// pythonCommitSrc is commitSrc in the Python layout.
+const pythonCommitSrc = commitHeadSrc + `
+if n >= first then
+` + pythonStampSrc + pushSrc + `
+end
+` + commitTailSrc
+
+// deleteCheckpointSrc deletes checkpoint ARGV[1] of the hash KEYS[1] if
+// its version is ARGV[2] (or ARGV[2] is "-1"); it returns {1, version
+// deleted} or, having changed nothing, {0, stored version}. Deleting a
+// checkpoint that is not there at version "0" or "-1" succeeds. Redis
+// deletes the hash with its last field.
+const deleteCheckpointSrc = `
+local vf = 'v:' .. ARGV[1]
+local cur = redis.call('HGET', KEYS[1], vf)
+local have = cur or '0'
+if ARGV[2] ~= '-1' and ARGV[2] ~= have then return {0, have} end
+if cur then redis.call('HDEL', KEYS[1], vf, 'd:' .. ARGV[1]) end
+return {1, have}
+`
+
+// loadCheckpointSrc reads checkpoint ARGV[2] (its version and document)
+// and, when it is there, refreshes the expiry of every key to ARGV[1]
+// milliseconds, for RefreshOnRead.
+const loadCheckpointSrc = `
+local r = redis.call('HMGET', KEYS[#KEYS], 'v:' .. ARGV[2], 'd:' .. ARGV[2])
+if r[1] then
+  local ttl = tonumber(ARGV[1])
+  for _, k in ipairs(KEYS) do redis.call('PEXPIRE', k, ttl) end
+end
+return r
+`
 
 // popSrc pops the newest valid item only if the newest records are still,
 // byte for byte, the ones the client read and checked: ARGV[1] is the ttl
@@ -155,7 +244,8 @@ func newScript(src string) *script { return &script{src: src, sha: goredis.NewSc
 
 var (
 	allScripts = []*script{appendScript, pythonAppendScript, replaceScript, pythonReplaceScript,
-		popScript, rangeScript, touchScript}
+		popScript, rangeScript, touchScript, commitScript, pythonCommitScript, deleteCheckpointScript,
+		loadCheckpointScript}
 	appendScript        = newScript(appendSrc)
 	pythonAppendScript  = newScript(pythonAppendSrc)
 	replaceScript       = newScript(replaceSrc)
@@ -163,6 +253,11 @@ var (
 	popScript           = newScript(popSrc)
 	rangeScript         = newScript(rangeSrc)
 	touchScript         = newScript(touchSrc)
+
+	commitScript           = newScript(commitSrc)
+	pythonCommitScript     = newScript(pythonCommitSrc)
+	deleteCheckpointScript = newScript(deleteCheckpointSrc)
+	loadCheckpointScript   = newScript(loadCheckpointSrc)
 )
 
 // once wraps a command that must reach the server at most once. go-redis

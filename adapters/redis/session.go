@@ -21,20 +21,29 @@ type Session struct {
 	st   *Store
 	id   string
 	keys []string // items list, metadata hash[, Python counter]
+	// all is keys and then the checkpoint hash: the KEYS of the scripts,
+	// and every key whose expiry a write refreshes.
+	all []string
 }
 
 var (
-	_ session.LatestReader = (*Session)(nil)
-	_ session.Replacer     = (*Session)(nil)
-	_ session.Expirer      = (*Session)(nil)
+	_ session.LatestReader        = (*Session)(nil)
+	_ session.Replacer            = (*Session)(nil)
+	_ session.Expirer             = (*Session)(nil)
+	_ session.CheckpointStore     = (*Session)(nil)
+	_ session.CheckpointCommitter = (*Session)(nil)
 )
 
 // SessionID returns the session's id.
 func (s *Session) SessionID() string { return s.id }
 
-// Keys returns the Redis keys of the session: the items list, the
-// metadata hash and, in the Python layout, the counter.
+// Keys returns the Redis keys of the session's history: the items list,
+// the metadata hash and, in the Python layout, the counter. Clear deletes
+// them; the checkpoint hash (CheckpointKey) is not among them.
 func (s *Session) Keys() []string { return append([]string(nil), s.keys...) }
+
+// CheckpointKey returns the key of the session's checkpoint hash.
+func (s *Session) CheckpointKey() string { return s.all[len(s.all)-1] }
 
 // begin checks, in this order, the context and the store's state.
 func (s *Session) begin(ctx context.Context) error {
@@ -102,7 +111,7 @@ func (s *Session) LatestItems(ctx context.Context, n int) ([]session.Item, error
 // in the same round trip when RefreshOnRead is set.
 func (s *Session) lrange(ctx context.Context, start, stop int64) ([]string, error) {
 	if s.st.opts.RefreshOnRead && s.st.ttlMS > 0 {
-		cmd := s.st.run(ctx, rangeScript, s.keys, s.st.ttlMS, start, stop)
+		cmd := s.st.run(ctx, rangeScript, s.all, s.st.ttlMS, start, stop)
 		vals, err := cmd.StringSlice()
 		if err != nil {
 			return nil, fmt.Errorf("redis: read session %q: %w", s.id, err)
@@ -154,7 +163,8 @@ func (s *Session) report(ctx context.Context, bad []driver.CorruptRecord) {
 // In the native layout the append is a single RPUSHX of all the items:
 // one command, so the batch lands whole and contiguous or not at all, and
 // nothing else is written (the metadata does not change once the session
-// exists); with a TTL it goes in a MULTI/EXEC with a PEXPIRE of every key.
+// exists); with a TTL it goes in a MULTI/EXEC with a PEXPIRE of every key,
+// the checkpoint hash's included.
 // Only when the list does not exist yet (RPUSHX answers 0 and writes
 // nothing) does a second round trip run the append script, which writes
 // the metadata, then pushes (and sets the expiry). In the Python layout
@@ -198,7 +208,7 @@ func (s *Session) AddItems(ctx context.Context, items []session.Item) error {
 	if s.st.opts.Layout == LayoutPython {
 		sc = pythonAppendScript
 	}
-	if err := s.st.run(wctx, sc, s.keys, s.writeArgs(items)...).Err(); err != nil {
+	if err := s.st.run(wctx, sc, s.all, s.writeArgs(items)...).Err(); err != nil {
 		return fmt.Errorf("redis: append to session %q: %w", s.id, err)
 	}
 	return nil
@@ -231,7 +241,8 @@ func (s *Session) rpushx(ctx context.Context, items []session.Item) *goredis.Int
 }
 
 // pushxExpire is pushx with a TTL: MULTI, RPUSHX of every item, PEXPIRE of
-// every key, EXEC, in one round trip (sent at most once). The server runs
+// every key (the checkpoint hash's too), EXEC, in one round trip (sent at
+// most once). The server runs
 // the queued commands only on EXEC, all together, so the batch and the
 // refreshed expiries land together or not at all. It returns the list's
 // new length, 0 when the list did not exist (nothing was pushed).
@@ -239,7 +250,7 @@ func (s *Session) pushxExpire(ctx context.Context, items []session.Item) (int64,
 	push := s.rpushx(ctx, items)
 	_, err := s.st.client.TxPipelined(ctx, func(p goredis.Pipeliner) error {
 		_ = p.Process(ctx, onceInt{push})
-		for _, k := range s.keys {
+		for _, k := range s.all {
 			cmd := goredis.NewBoolCmd(ctx, "pexpire", k, s.st.ttlMS)
 			cmd.SetFirstKeyPos(1)
 			_ = p.Process(ctx, cmd)
@@ -281,15 +292,17 @@ func (s *Session) checkSize(items []session.Item) (int, error) {
 // writeArgs returns ARGV of the write scripts: ttl, id, the client's
 // clock in the layout's unit (Unix milliseconds native, seconds Python, as
 // Python's time.time()), then the items' bytes (sent as they are, never
-// re-encoded).
-func (s *Session) writeArgs(items []session.Item) []any {
+// re-encoded); extra, the commit script's checkpoint arguments, go
+// between the clock and the items.
+func (s *Session) writeArgs(items []session.Item, extra ...any) []any {
 	now := time.Now()
 	stamp := now.UnixMilli()
 	if s.st.opts.Layout == LayoutPython {
 		stamp = now.Unix()
 	}
-	argv := make([]any, 0, 3+len(items))
+	argv := make([]any, 0, 3+len(extra)+len(items))
 	argv = append(argv, s.st.ttlMS, s.id, stamp)
+	argv = append(argv, extra...)
 	for _, it := range items {
 		argv = append(argv, itemArg{it})
 	}
@@ -330,7 +343,7 @@ func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 		for _, r := range raws {
 			argv = append(argv, r)
 		}
-		ok, err := s.st.run(wctx, popScript, s.keys, argv...).Bool()
+		ok, err := s.st.run(wctx, popScript, s.all, argv...).Bool()
 		if err != nil && !errors.Is(err, goredis.Nil) {
 			return session.Item{}, false, fmt.Errorf("redis: pop from session %q: %w", s.id, err)
 		}
@@ -376,7 +389,8 @@ func (s *Session) popCandidate(ctx context.Context) (it session.Item, raws []str
 	}
 }
 
-// Clear deletes every key of the session in one round trip (one DEL).
+// Clear deletes every key of the session's history in one round trip (one
+// DEL). The checkpoint hash stays, with its expiry.
 func (s *Session) Clear(ctx context.Context) error {
 	if err := s.begin(ctx); err != nil {
 		return err
@@ -389,8 +403,8 @@ func (s *Session) Clear(ctx context.Context) error {
 
 // ReplaceItems atomically replaces the history with items in one round
 // trip: a script that deletes the list, pushes the new items, stamps the
-// metadata and sets the expiry. Replacing with no items deletes every key
-// of the session, as Clear does.
+// metadata and sets the expiry of every key (the checkpoint hash's too).
+// Replacing with no items deletes every key of the history, as Clear does.
 func (s *Session) ReplaceItems(ctx context.Context, items []session.Item) error {
 	if err := s.begin(ctx); err != nil {
 		return err
@@ -405,7 +419,7 @@ func (s *Session) ReplaceItems(ctx context.Context, items []session.Item) error 
 	if s.st.opts.Layout == LayoutPython {
 		sc = pythonReplaceScript
 	}
-	if err := s.st.run(context.WithoutCancel(ctx), sc, s.keys, s.writeArgs(items)...).Err(); err != nil {
+	if err := s.st.run(context.WithoutCancel(ctx), sc, s.all, s.writeArgs(items)...).Err(); err != nil {
 		return fmt.Errorf("redis: replace session %q: %w", s.id, err)
 	}
 	return nil

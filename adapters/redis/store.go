@@ -62,8 +62,9 @@ func (st *Store) Options() Options { return st.opts }
 
 // Session returns a handle on session id. It fails with an error wrapping
 // session.ErrInvalidSessionID for the empty id (and, in the Python layout,
-// for an id ending in ":messages" or ":counter", whose hash key would be
-// another session's key), and with session.ErrClosed after Close.
+// for an id ending in ":messages", ":counter" or ":checkpoints", whose hash
+// key would be another session's key), and with session.ErrClosed after
+// Close.
 func (st *Store) Session(id string) (*Session, error) {
 	if err := driver.ValidateID(id); err != nil {
 		return nil, err
@@ -72,15 +73,33 @@ func (st *Store) Session(id string) (*Session, error) {
 		return nil, session.ErrClosed
 	}
 	var keys []string
+	var ckey string
 	if st.opts.Layout == LayoutPython {
 		var err error
 		if keys, err = pythonKeys(st.opts.KeyPrefix, id); err != nil {
 			return nil, err
 		}
+		ckey = keys[1] + checkpointsSuffix
 	} else {
 		keys = nativeKeys(st.opts.KeyPrefix, id)
+		ckey = nativeCheckpointKey(st.opts.KeyPrefix, id)
 	}
-	return &Session{st: st, id: id, keys: keys}, nil
+	all := append(keys[:len(keys):len(keys)], ckey)
+	return &Session{st: st, id: id, keys: keys, all: all}, nil
+}
+
+// RemoveSession deletes every key of session id, its checkpoint hash
+// included, in one DEL: what Clear leaves (the checkpoints) goes too. It is
+// for sessions that must leave no trace, such as sessionctl check's probes.
+func (st *Store) RemoveSession(ctx context.Context, id string) error {
+	s, err := st.Session(id)
+	if err != nil {
+		return err
+	}
+	if err := st.client.Del(context.WithoutCancel(ctx), s.all...).Err(); err != nil {
+		return fmt.Errorf("redis: remove session %q: %w", id, err)
+	}
+	return nil
 }
 
 // Close makes every later call on the Store and its Sessions return

@@ -110,9 +110,17 @@ type urlStore struct {
 }
 
 // ListSessions scans every primary for the layout's item lists and
-// returns the session ids, sorted.
+// returns the session ids, sorted: the sessions holding items. A session
+// whose only key is its checkpoint hash (checkpoints saved, or kept by
+// Clear) is not listed, as one whose only key is its metadata is not.
 func (s *urlStore) ListSessions(ctx context.Context) ([]string, error) {
 	return s.st.listSessions(ctx)
+}
+
+// RemoveSession deletes every key of session id, its checkpoint hash
+// included (Store.RemoveSession): what Clear leaves goes too.
+func (s *urlStore) RemoveSession(ctx context.Context, id string) error {
+	return s.st.RemoveSession(ctx, id)
 }
 
 // AppendRaw pushes raw onto session id's item list, unvalidated.

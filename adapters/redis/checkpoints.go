@@ -1,0 +1,198 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
+)
+
+// LoadCheckpoint returns the document stored under name and its version,
+// in one round trip (HMGET of its two fields; with RefreshOnRead and a
+// TTL, a script that also refreshes the expiry of every key of the
+// session when the checkpoint is there). It returns an error wrapping
+// session.ErrNoCheckpoint when there is none.
+func (s *Session) LoadCheckpoint(ctx context.Context, name string) ([]byte, int64, error) {
+	if err := s.begin(ctx); err != nil {
+		return nil, 0, err
+	}
+	if err := validCheckpointName(name); err != nil {
+		return nil, 0, err
+	}
+	var vals []any
+	var err error
+	if s.st.opts.RefreshOnRead && s.st.ttlMS > 0 {
+		vals, err = s.st.run(ctx, loadCheckpointScript, s.all, s.st.ttlMS, name).Slice()
+	} else {
+		vals, err = s.st.client.HMGet(ctx, s.CheckpointKey(), versionField+name, documentField+name).Result()
+	}
+	if err != nil && !errors.Is(err, goredis.Nil) {
+		return nil, 0, fmt.Errorf("redis: load checkpoint %q of session %q: %w", name, s.id, err)
+	}
+	if len(vals) != 2 || vals[0] == nil {
+		return nil, 0, fmt.Errorf("redis: checkpoint %q of session %q: %w", name, s.id, session.ErrNoCheckpoint)
+	}
+	v, vok := vals[0].(string)
+	doc, dok := vals[1].(string)
+	version, perr := strconv.ParseInt(v, 10, 64)
+	if !vok || !dok || perr != nil || version < 1 {
+		return nil, 0, fmt.Errorf("redis: load checkpoint %q of session %q: the stored checkpoint is damaged (version field %q, document present: %t)",
+			name, s.id, v, dok)
+	}
+	return []byte(doc), version, nil
+}
+
+// SaveCheckpoint stores doc under name if the stored version is version
+// (0: none is stored; session.AnyVersion: any), and returns the new
+// version; otherwise it returns an error wrapping
+// session.ErrCheckpointConflict and writes nothing. One round trip: the
+// commit script with no items, which with a TTL also restarts the expiry
+// of every key of the session.
+func (s *Session) SaveCheckpoint(ctx context.Context, name string, doc []byte, version int64) (int64, error) {
+	return s.AppendWithCheckpoint(ctx, nil, name, doc, version)
+}
+
+// AppendWithCheckpoint appends items as one batch, as AddItems does, and
+// saves doc under name, as SaveCheckpoint does, in one script (one round
+// trip, single-slot in a cluster): both land or neither. The script checks
+// the version and the type of every key it writes before its first write,
+// so a conflict (an error wrapping session.ErrCheckpointConflict) or a
+// failure writes nothing. An empty batch only saves the checkpoint (and
+// writes no metadata). With a TTL every key of the session, the checkpoint
+// hash included, gets the full TTL. The batch is validated and its size
+// checked against MaxBatchBytes before anything is sent; once sent, the
+// script runs to completion even if ctx is cancelled meanwhile.
+func (s *Session) AppendWithCheckpoint(ctx context.Context, items []session.Item, name string, doc []byte, version int64) (int64, error) {
+	if err := s.begin(ctx); err != nil {
+		return 0, err
+	}
+	if err := validCheckpoint(name, doc); err != nil {
+		return 0, err
+	}
+	if err := driver.ValidateBatch(items); err != nil {
+		return 0, err
+	}
+	if _, err := s.checkSize(items); err != nil {
+		return 0, err
+	}
+	sc := commitScript
+	if s.st.opts.Layout == LayoutPython {
+		sc = pythonCommitScript
+	}
+	argv := s.writeArgs(items, name, doc, strconv.FormatInt(version, 10))
+	res, err := s.st.run(context.WithoutCancel(ctx), sc, s.all, argv...).Slice()
+	if err != nil {
+		return 0, fmt.Errorf("redis: save checkpoint %q of session %q: %w", name, s.id, err)
+	}
+	ok, got, err := casReply(res)
+	if err != nil {
+		return 0, fmt.Errorf("redis: save checkpoint %q of session %q: %w", name, s.id, err)
+	}
+	if !ok {
+		return 0, s.conflict("save", name, got, version)
+	}
+	return got, nil
+}
+
+// DeleteCheckpoint removes the checkpoint under name if its stored version
+// is version (or version is session.AnyVersion), in one script; otherwise
+// it returns an error wrapping session.ErrCheckpointConflict. Deleting a
+// checkpoint that is not there succeeds for version 0 and AnyVersion. It
+// leaves the session's expiry as it is.
+func (s *Session) DeleteCheckpoint(ctx context.Context, name string, version int64) error {
+	if err := s.begin(ctx); err != nil {
+		return err
+	}
+	if err := validCheckpointName(name); err != nil {
+		return err
+	}
+	res, err := s.st.run(context.WithoutCancel(ctx), deleteCheckpointScript, []string{s.CheckpointKey()},
+		name, strconv.FormatInt(version, 10)).Slice()
+	if err != nil {
+		return fmt.Errorf("redis: delete checkpoint %q of session %q: %w", name, s.id, err)
+	}
+	ok, got, err := casReply(res)
+	if err != nil {
+		return fmt.Errorf("redis: delete checkpoint %q of session %q: %w", name, s.id, err)
+	}
+	if !ok {
+		return s.conflict("delete", name, got, version)
+	}
+	return nil
+}
+
+// ListCheckpoints returns the names of the session's checkpoints, sorted,
+// in one round trip (HKEYS of the checkpoint hash: no document is read).
+func (s *Session) ListCheckpoints(ctx context.Context) ([]string, error) {
+	if err := s.begin(ctx); err != nil {
+		return nil, err
+	}
+	fields, err := s.st.client.HKeys(ctx, s.CheckpointKey()).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redis: list checkpoints of session %q: %w", s.id, err)
+	}
+	names := []string{}
+	for _, f := range fields {
+		if name, ok := strings.CutPrefix(f, versionField); ok {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// conflict is the error of a save or delete whose expected version is not
+// the stored one.
+func (s *Session) conflict(op, name string, stored, want int64) error {
+	return fmt.Errorf("redis: %s checkpoint %q of session %q: %w: it is at version %d, not %d",
+		op, name, s.id, session.ErrCheckpointConflict, stored, want)
+}
+
+// casReply reads the {ok, version} reply of the checkpoint scripts: on
+// success the version written (or deleted), on a conflict the stored one.
+func casReply(res []any) (ok bool, version int64, err error) {
+	if len(res) != 2 {
+		return false, 0, fmt.Errorf("unexpected script reply of %d values", len(res))
+	}
+	flag, isInt := res[0].(int64)
+	if !isInt {
+		return false, 0, fmt.Errorf("unexpected script reply %T", res[0])
+	}
+	switch v := res[1].(type) {
+	case int64:
+		version = v
+	case string:
+		if version, err = strconv.ParseInt(v, 10, 64); err != nil {
+			return false, 0, fmt.Errorf("the stored checkpoint version %q is not a number", v)
+		}
+	default:
+		return false, 0, fmt.Errorf("unexpected script reply %T", res[1])
+	}
+	return flag == 1, version, nil
+}
+
+// validCheckpointName refuses the empty name.
+func validCheckpointName(name string) error {
+	if name == "" {
+		return fmt.Errorf("redis: %w: empty checkpoint name", session.ErrInvalidSessionID)
+	}
+	return nil
+}
+
+// validCheckpoint refuses an empty name or document.
+func validCheckpoint(name string, doc []byte) error {
+	if err := validCheckpointName(name); err != nil {
+		return err
+	}
+	if len(doc) == 0 {
+		return fmt.Errorf("redis: checkpoint %q: empty document", name)
+	}
+	return nil
+}
