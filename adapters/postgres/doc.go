@@ -12,8 +12,8 @@
 //
 // Programs that open stores by URL import the package (or adapters/all)
 // and open postgres:// or postgresql:// URLs with package adapters; the
-// options schema, sessions_table and messages_table are the adapter's,
-// every other one is pgx's (sslmode, pool_max_conns, ...).
+// options schema, sessions_table, messages_table and checkpoints_table are
+// the adapter's, every other one is pgx's (sslmode, pool_max_conns, ...).
 //
 // # Layout
 //
@@ -37,6 +37,36 @@
 // already fills, create it first with CREATE INDEX CONCURRENTLY (same name
 // and columns), and give a role that may not create anything
 // Options.SkipCreateTables.
+//
+// # Checkpoints
+//
+// Sessions implement session.CheckpointStore and
+// session.CheckpointCommitter: run-state checkpoints are rows of a table
+// of this package's own beside Python's, in the same schema,
+// agent_checkpoints (Options.CheckpointsTable), which the Python SDK never
+// reads:
+//
+//	CREATE TABLE agent_checkpoints (
+//		session_id VARCHAR NOT NULL,
+//		name TEXT NOT NULL,
+//		version BIGINT NOT NULL,
+//		document BYTEA NOT NULL,
+//		updated_at TIMESTAMP WITHOUT TIME ZONE DEFAULT CURRENT_TIMESTAMP NOT NULL,
+//		PRIMARY KEY (session_id, name)
+//	)
+//
+// Open creates it with the other tables; where they exist already and the
+// role may not create it, Open still succeeds and the first save reports
+// why it cannot (SkipCreateTables creates nothing: without the table a
+// Store holds no checkpoints, and saves fail with ErrNoSchema). session_id
+// and name are stored as session ids are (below). A save is one statement
+// that checks the version as it writes, under READ COMMITTED: version 0 is
+// INSERT ... ON CONFLICT DO NOTHING, version v is UPDATE ... WHERE version
+// = v (a concurrent save of the row is waited for, and its committed
+// version checked), session.AnyVersion an upsert; each RETURNING the new
+// version, and no row back is session.ErrCheckpointConflict with nothing
+// written. Clear keeps a session's checkpoints; Store.RemoveSession
+// deletes them with the rest of the session.
 //
 // # Order
 //
@@ -74,6 +104,12 @@
 //	                 row, a transaction under the session row's lock (3 or more)
 //	Clear         1  lock the session row, DELETE its items, DELETE it: one implicit transaction
 //	ReplaceItems  1  upsert (lock) + DELETE + INSERT: one implicit transaction
+//	LoadCheckpoint / SaveCheckpoint / DeleteCheckpoint / ListCheckpoints
+//	              1  one statement (a conflicting save or delete reads the stored version
+//	                 for its error: 2)
+//	AppendWithCheckpoint
+//	              3  BEGIN + the checkpoint statement (a conflict rolls back here, nothing
+//	                 written); AddItems's upsert + INSERT; COMMIT. An empty batch: 1
 //
 // A batch lands whole and contiguous or not at all, also with any number
 // of processes writing one session: they queue on the session row's lock.

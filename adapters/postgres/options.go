@@ -15,6 +15,11 @@ const (
 	DefaultMessagesTable = "agent_messages"
 )
 
+// DefaultCheckpointsTable is the table of run-state checkpoints when
+// Options.CheckpointsTable is "". The table is this package's own: the
+// Python SDK has no such table and never reads it.
+const DefaultCheckpointsTable = "agent_checkpoints"
+
 // ErrInvalidOptions reports an Options value Open or OpenPool cannot use.
 var ErrInvalidOptions = errors.New("postgres: invalid options")
 
@@ -38,6 +43,22 @@ type Options struct {
 	// they are quoted in every statement, so case is kept and SQL keywords
 	// are fine.
 	MessagesTable string
+	// CheckpointsTable names the table of the sessions' checkpoints
+	// (session.CheckpointStore); "" means "agent_checkpoints". It is this
+	// package's own table beside the Python SDK's two, which Python never
+	// reads, in the same schema, with a row per checkpoint:
+	//
+	//	session_id VARCHAR, name TEXT, version BIGINT, document BYTEA,
+	//	updated_at TIMESTAMP, PRIMARY KEY (session_id, name)
+	//
+	// Open creates it along with the others (and, in a database that has
+	// the others already, on its own; if that fails, say for a role that
+	// may not create tables, Open still succeeds and the first checkpoint
+	// save tries again and reports why). With SkipCreateTables it is never
+	// created: a missing table reads as no checkpoints, and saves fail with
+	// an error wrapping ErrNoSchema. The name follows the rules of
+	// SessionsTable and must differ from the other two.
+	CheckpointsTable string
 	// OnCorrupt receives a report for every stored row whose message_data
 	// is not a JSON object (its Position is "id=<id>"); nil logs a slog
 	// warning.
@@ -70,6 +91,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.MessagesTable == "" {
 		o.MessagesTable = DefaultMessagesTable
 	}
+	if o.CheckpointsTable == "" {
+		o.CheckpointsTable = DefaultCheckpointsTable
+	}
 	check := func(what, name string, max int) error {
 		if !identRE.MatchString(name) || len(name) > max {
 			return fmt.Errorf("%w: %s %q is not an identifier matching %s of at most %d bytes", ErrInvalidOptions, what, name, identRE, max)
@@ -86,6 +110,14 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if err := check("table name", o.MessagesTable, maxIdent-longestIndexSuffix); err != nil {
 		return o, err
+	}
+	if err := check("table name", o.CheckpointsTable, maxIdent); err != nil {
+		return o, err
+	}
+	for _, other := range []string{o.SessionsTable, o.MessagesTable} {
+		if strings.EqualFold(o.CheckpointsTable, other) {
+			return o, fmt.Errorf("%w: the checkpoints table is %q, as another table is (or differs from it only in case)", ErrInvalidOptions, other)
+		}
 	}
 	if o.SessionsTable == o.MessagesTable {
 		return o, fmt.Errorf("%w: sessions and messages tables are both %q", ErrInvalidOptions, o.SessionsTable)

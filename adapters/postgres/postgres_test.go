@@ -85,7 +85,15 @@ func (h *harness) Open(_ context.Context, id string) (session.Session, error) {
 func (h *harness) OpenPeer(_ context.Context, id string) (session.Session, error) {
 	return h.peer.Session(id)
 }
-func (h *harness) Declared() session.Capabilities { return h.store.Declared() }
+func (h *harness) Declared() session.Capabilities {
+	return session.Caps(session.CapLatest, session.CapReplace, session.CapCheckpoints, session.CapCheckpointCommit)
+}
+
+// RemoveSession deletes what Clear keeps of a session: its checkpoints
+// (conformance.Remover).
+func (h *harness) RemoveSession(ctx context.Context, id string) error {
+	return h.store.RemoveSession(ctx, id)
+}
 
 // AppendRaw stores raw through the Store's raw-write hook.
 func (h *harness) AppendRaw(ctx context.Context, id string, raw []byte) error {
@@ -93,7 +101,10 @@ func (h *harness) AppendRaw(ctx context.Context, id string, raw []byte) error {
 }
 func (h *harness) CorruptReports(id string) []driver.CorruptRecord { return h.corrupt.Reports(id) }
 
-var _ driver.RawAppender = (*harness)(nil)
+var (
+	_ driver.RawAppender  = (*harness)(nil)
+	_ conformance.Remover = (*harness)(nil)
+)
 
 func TestConformance(t *testing.T) {
 	c := &driver.CorruptLog{}
@@ -101,6 +112,7 @@ func TestConformance(t *testing.T) {
 	h := &harness{corrupt: c}
 	h.store = openStore(t, Options{Schema: schema, OnCorrupt: c.Handler()})
 	h.peer = openStore(t, Options{Schema: schema, OnCorrupt: c.Handler()})
+	require.Equal(t, h.Declared(), h.store.Declared(), "the Store declares what the harness does")
 	rep := conformance.Run(t, h, conformance.Options{})
 	require.Equal(t, conformance.LevelFull, rep.Level, rep.Summary())
 }

@@ -36,6 +36,8 @@ type queries struct {
 	clearMessages string
 	clearSession  string
 	list          string // sessions holding rows
+
+	ck checkpointQueries
 }
 
 func newQueries(o Options) *queries {
@@ -117,6 +119,7 @@ func newQueries(o Options) *queries {
 	q.clearMessages = `DELETE FROM ` + m + ` WHERE session_id = $1`
 	q.clearSession = `DELETE FROM ` + s + ` WHERE session_id = $1`
 	q.list = `SELECT session_id FROM ` + s + ` AS s WHERE EXISTS (SELECT 1 FROM ` + m + ` AS m WHERE m.session_id = s.session_id) ORDER BY session_id`
+	q.ck = newCheckpointQueries(prefix+quote(o.CheckpointsTable), regPrefix+quote(o.CheckpointsTable))
 	return q
 }
 
@@ -126,16 +129,24 @@ func newQueries(o Options) *queries {
 const schemaLockKey = 0x5e55_1045
 
 // ensureSchema creates what is missing of the schema, tables and indexes
-// (or, with skip, checks that the tables exist).
+// (or, with skip, checks that the session tables exist).
+//
+// The checkpoints table is created with the others. In a database that
+// has the others already (Python's, or one an older version of this
+// package made), it is created on its own, and failing to (a role that
+// may not create tables) is no reason to fail the open: the Store reads
+// what it can, and the first checkpoint save creates the table or says
+// why it cannot.
 func (st *Store) ensureSchema(ctx context.Context, skip bool) error {
-	var tables, timeIdx, idIdx int
+	var tables, timeIdx, idIdx, ck int
 	err := st.pool.QueryRow(ctx, `SELECT
 	(to_regclass($1) IS NOT NULL)::int + (to_regclass($2) IS NOT NULL)::int,
-	(to_regclass($3) IS NOT NULL)::int, (to_regclass($4) IS NOT NULL)::int`,
-		st.q.sessionsReg, st.q.msgsReg, st.q.timeIndexReg, st.q.idIndexReg).Scan(&tables, &timeIdx, &idIdx)
+	(to_regclass($3) IS NOT NULL)::int, (to_regclass($4) IS NOT NULL)::int, (to_regclass($5) IS NOT NULL)::int`,
+		st.q.sessionsReg, st.q.msgsReg, st.q.timeIndexReg, st.q.idIndexReg, st.q.ck.reg).Scan(&tables, &timeIdx, &idIdx, &ck)
 	if err != nil {
 		return st.wrap(ctx, "reading the schema", err)
 	}
+	st.ckReady.Store(ck == 1)
 	if skip {
 		if tables != 2 {
 			return fmt.Errorf("%w: want tables %s and %s", ErrNoSchema, st.q.sessions, st.q.messages)
@@ -147,13 +158,22 @@ func (st *Store) ensureSchema(ctx context.Context, skip bool) error {
 		return nil
 	}
 	if tables == 2 && timeIdx == 1 && idIdx == 1 {
+		if ck == 0 {
+			if err := st.createCheckpoints(ctx); err != nil {
+				if cerr := ctx.Err(); cerr != nil {
+					return cerr
+				}
+				slog.WarnContext(ctx, "postgres: could not create the checkpoints table; the first checkpoint save tries again",
+					"table", st.q.ck.table, "error", err)
+			}
+		}
 		return nil
 	}
 	err = pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, int32(schemaLockKey), st.q.msgsReg); err != nil {
 			return err
 		}
-		for _, ddl := range []string{st.q.createSchema, st.q.createSessions, st.q.createMessages, st.q.createTimeIndex, st.q.createIDIndex} {
+		for _, ddl := range []string{st.q.createSchema, st.q.createSessions, st.q.createMessages, st.q.createTimeIndex, st.q.createIDIndex, st.q.ck.create} {
 			if ddl == "" {
 				continue
 			}
@@ -163,5 +183,8 @@ func (st *Store) ensureSchema(ctx context.Context, skip bool) error {
 		}
 		return nil
 	})
+	if err == nil {
+		st.ckReady.Store(true)
+	}
 	return st.wrap(ctx, "create tables", err)
 }

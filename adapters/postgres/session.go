@@ -13,7 +13,8 @@ import (
 )
 
 // Session is a handle on one session of a Store. It implements
-// session.LatestReader and session.Replacer and is safe for concurrent use.
+// session.LatestReader, session.Replacer and session.CheckpointCommitter
+// (checkpoints.go) and is safe for concurrent use.
 type Session struct {
 	st  *Store
 	id  string // the caller's id
@@ -142,7 +143,8 @@ func texts(items []session.Item) []string {
 }
 
 // Clear deletes the session's rows and its session row, in one implicit
-// transaction sent in one round trip.
+// transaction sent in one round trip. Its checkpoints stay
+// (Store.RemoveSession deletes them too).
 func (s *Session) Clear(ctx context.Context) error {
 	if err := s.st.check(ctx); err != nil {
 		return err

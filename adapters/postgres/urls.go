@@ -20,7 +20,7 @@ var Schemes = []string{"postgres", "postgresql"}
 // is pgx's or pgxpool's own (sslmode, connect_timeout, pool_max_conns,
 // application_name, …), validated by pgx or, for a server setting, by the
 // server when pgx connects.
-var urlOptions = []string{"schema", "sessions_table", "messages_table"}
+var urlOptions = []string{"schema", "sessions_table", "messages_table", "checkpoints_table"}
 
 func init() {
 	for _, s := range Schemes {
@@ -33,9 +33,10 @@ func init() {
 //	postgres://[user[:password]@]host[:port][,host2[:port2]…]/database[?option=value&…]
 //
 // Options: schema (Options.Schema, default none: the search_path),
-// sessions_table (Options.SessionsTable, default agent_sessions) and
-// messages_table (Options.MessagesTable, default agent_messages); the rest
-// go to pgx. With adapters.Options.ReadOnly nothing is created
+// sessions_table (Options.SessionsTable, default agent_sessions),
+// messages_table (Options.MessagesTable, default agent_messages) and
+// checkpoints_table (Options.CheckpointsTable, default agent_checkpoints);
+// the rest go to pgx. With adapters.Options.ReadOnly nothing is created
 // (Options.SkipCreateTables): the tables must exist.
 type URLOpener struct{}
 
@@ -49,6 +50,7 @@ func (URLOpener) OpenStoreURL(ctx context.Context, u *url.URL, o adapters.Option
 		Schema:           q.Get("schema"),
 		SessionsTable:    q.Get("sessions_table"),
 		MessagesTable:    q.Get("messages_table"),
+		CheckpointsTable: q.Get("checkpoints_table"),
 		OnCorrupt:        o.OnCorrupt,
 		SkipCreateTables: o.ReadOnly,
 	}
@@ -84,6 +86,12 @@ type urlStore struct {
 // ListSessions lists the sessions that hold items.
 func (s *urlStore) ListSessions(ctx context.Context) ([]string, error) {
 	return s.st.ListSessions(ctx)
+}
+
+// RemoveSession deletes everything the store holds for session id: its
+// checkpoints, its items and its session row (Store.RemoveSession).
+func (s *urlStore) RemoveSession(ctx context.Context, id string) error {
+	return s.st.RemoveSession(ctx, id)
 }
 
 // AppendRaw stores raw, unvalidated, as the next row of session id.

@@ -35,14 +35,14 @@ func TestURLOpener(t *testing.T) {
 			schema := freshSchema(t)
 			c := &driver.CorruptLog{}
 			st, err := adapters.OpenWith(ctx,
-				withQuery(t, scheme, "schema="+schema+"&sessions_table=my_sessions&messages_table=my_messages&application_name=sessions-test"),
+				withQuery(t, scheme, "schema="+schema+"&sessions_table=my_sessions&messages_table=my_messages&checkpoints_table=my_checkpoints&application_name=sessions-test"),
 				adapters.Options{OnCorrupt: c.Handler()})
 			require.NoError(t, err)
 			defer st.Close()
 			s, err := st.Session("a")
 			require.NoError(t, err)
 			require.Equal(t, session.Probe(s), st.Declared(), "declared = probed")
-			require.Equal(t, session.Caps(session.CapLatest, session.CapReplace), st.Declared())
+			require.Equal(t, session.Caps(session.CapLatest, session.CapReplace, session.CapCheckpoints, session.CapCheckpointCommit), st.Declared())
 			require.NoError(t, s.AddItems(ctx, numbered("u", 0, 2)))
 
 			raw, ok := st.(driver.RawAppender)
@@ -59,9 +59,27 @@ func TestURLOpener(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, []string{"a"}, ids)
 
+			ck := s.(session.CheckpointCommitter)
+			v, err := ck.AppendWithCheckpoint(ctx, numbered("u", 2, 3), "run", []byte("doc"), 0)
+			require.NoError(t, err)
+			require.Equal(t, int64(1), v)
+
 			// The options named the tables.
-			direct := openStore(t, Options{Schema: schema, SessionsTable: "my_sessions", MessagesTable: "my_messages"})
-			require.Len(t, rawRows(t, direct, "a"), 3)
+			direct := openStore(t, Options{Schema: schema, SessionsTable: "my_sessions", MessagesTable: "my_messages", CheckpointsTable: "my_checkpoints"})
+			require.Len(t, rawRows(t, direct, "a"), 4)
+			var n int
+			require.NoError(t, direct.Pool().QueryRow(ctx, `SELECT count(*) FROM `+quote(schema)+`.my_checkpoints`).Scan(&n))
+			require.Equal(t, 1, n)
+
+			remover, ok := st.(interface {
+				RemoveSession(ctx context.Context, id string) error
+			})
+			require.True(t, ok, "the URL store removes sessions for the conformance check")
+			require.NoError(t, remover.RemoveSession(ctx, "a"))
+			names, err := ck.ListCheckpoints(ctx)
+			require.NoError(t, err)
+			require.Empty(t, names, "RemoveSession removed the checkpoints")
+			require.Empty(t, rawRows(t, direct, "a"))
 		})
 	}
 }
@@ -74,6 +92,8 @@ func TestURLRefusals(t *testing.T) {
 		"schema=1x",
 		"sessions_table=a&sessions_table=b",
 		"schema=a;b",
+		"checkpoints_table=bad%20name",
+		"checkpoints_table=agent_messages",
 	} {
 		_, err := adapters.Open(ctx, withQuery(t, "postgres", extra))
 		require.ErrorIs(t, err, adapters.ErrInvalidDSN, extra)
