@@ -441,9 +441,9 @@ func (w *PendingWrite) encode() (json.RawMessage, error) {
 	if w.Held || w.heldKey {
 		ms = append(ms, member{Key: "held", Value: mustJSON(w.Held)})
 	}
-	ms = appendOpt(ms, "response_id", w.ResponseID)
-	ms = appendOpt(ms, "store", w.Store)
-	ms = appendOpt(ms, "reasoning_item_id_policy", w.ReasoningItemIDPolicy)
+	ms = appendOpt(ms, "response_id", w.responseID)
+	ms = appendOpt(ms, "store", w.store)
+	ms = appendOpt(ms, "reasoning_item_id_policy", w.policy)
 	for _, m := range w.extra {
 		if _, dup := lookup(ms, m.Key); !dup {
 			ms = append(ms, m)
@@ -452,7 +452,7 @@ func (w *PendingWrite) encode() (json.RawMessage, error) {
 	return encodeObject(ms), nil
 }
 
-func appendOpt[T any](ms []member, key string, o Opt[T]) []member {
+func appendOpt[T any](ms []member, key string, o opt[T]) []member {
 	if !o.Present {
 		return ms
 	}

@@ -94,3 +94,11 @@ func BreakWriter() (restore func()) {
 	brokenWriter = true
 	return func() { brokenWriter = false }
 }
+
+// Opt is the held record's optional member, for comparisons.
+type Opt[T any] = opt[T]
+
+// The held record's optional members as they are.
+func (w *PendingWrite) ResponseIDOpt() Opt[string] { return w.responseID }
+func (w *PendingWrite) StoreOpt() Opt[bool]        { return w.store }
+func (w *PendingWrite) PolicyOpt() Opt[Policy]     { return w.policy }

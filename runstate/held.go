@@ -78,8 +78,8 @@ func (cp *Checkpoint) park(s session.Session, items []session.Item, policy *Poli
 	if w != nil && s != nil && s.SessionID() != w.SessionID {
 		return nil, ErrWrongSession
 	}
-	if w != nil && w.ReasoningItemIDPolicy.Present {
-		policy = w.ReasoningItemIDPolicy.Ptr()
+	if w != nil && w.policy.Present {
+		policy = w.policy.Ptr()
 	}
 	conversation := isConversation(s)
 	if conversation {
@@ -107,24 +107,24 @@ func (cp *Checkpoint) park(s session.Session, items []session.Item, policy *Poli
 		return nil, nil
 	}
 	rec := &PendingWrite{
-		SessionID:             sid,
-		Items:                 slices.Clone(merged),
-		PersistedCount:        cp.PersistedCount + len(converted),
-		Held:                  true,
-		ResponseID:            optFromPtr(responseID),
-		Store:                 optFromPtr(store),
-		ReasoningItemIDPolicy: optFromPtr(policy),
-		variant:               variantHeld,
+		SessionID:      sid,
+		Items:          slices.Clone(merged),
+		PersistedCount: cp.PersistedCount + len(converted),
+		Held:           true,
+		responseID:     optFromPtr(responseID),
+		store:          optFromPtr(store),
+		policy:         optFromPtr(policy),
+		variant:        variantHeld,
 	}
 	if w != nil {
-		if id, ok := w.ResponseID.Get(); ok && id != "" {
-			rec.ResponseID = w.ResponseID.clone()
+		if id, ok := w.responseID.Get(); ok && id != "" {
+			rec.responseID = w.responseID.clone()
 		}
-		if w.Store.Present {
-			rec.Store = w.Store.clone()
+		if w.store.Present {
+			rec.store = w.store.clone()
 		}
-		if w.ReasoningItemIDPolicy.Present {
-			rec.ReasoningItemIDPolicy = w.ReasoningItemIDPolicy.clone()
+		if w.policy.Present {
+			rec.policy = w.policy.clone()
 		}
 		rec.extra = w.clone().extra
 		rec.label = w.label
@@ -177,7 +177,7 @@ func (cp *Checkpoint) HoldResumedTurn(items []session.Item) error {
 		return err
 	}
 	w := cp.Pending
-	kept := withdraw(w.Items, cp.filtered(items, w.ReasoningItemIDPolicy.Ptr()))
+	kept := withdraw(w.Items, cp.filtered(items, w.policy.Ptr()))
 	switch {
 	case len(kept) == 0:
 		cp.Pending = nil

@@ -201,24 +201,24 @@ func TestPark(t *testing.T) {
 		assert.Nil(t, w.Before)
 		assert.Equal(t, "s1", w.SessionID)
 		assert.Equal(t, 3, w.PersistedCount, "current count + newly converted items")
-		assert.Equal(t, runstate.Some("resp_1"), w.ResponseID)
-		assert.Equal(t, runstate.Some(false), w.Store)
-		assert.Equal(t, runstate.Some(runstate.PolicyOmit), w.ReasoningItemIDPolicy, "the policy it used")
+		assert.Equal(t, runstate.Some("resp_1"), w.ResponseIDOpt())
+		assert.Equal(t, runstate.Some(false), w.StoreOpt())
+		assert.Equal(t, runstate.Some(runstate.PolicyOmit), w.PolicyOpt(), "the policy it used")
 		assert.Equal(t, `{"type":"reasoning","summary":[]}`, w.Items[0].String(), "converted under omit")
 		back := roundTrip(t, cp)
 		bw := back.Pending
 		for i := range w.Items {
 			assert.Equal(t, canonical(t, w.Items[i].Bytes()), canonical(t, bw.Items[i].Bytes()))
 		}
-		assert.Equal(t, []any{w.SessionID, w.Before, w.PersistedCount, w.Held, w.ResponseID, w.Store, w.ReasoningItemIDPolicy},
-			[]any{bw.SessionID, bw.Before, bw.PersistedCount, bw.Held, bw.ResponseID, bw.Store, bw.ReasoningItemIDPolicy})
+		assert.Equal(t, []any{w.SessionID, w.Before, w.PersistedCount, w.Held, w.ResponseIDOpt(), w.StoreOpt(), w.PolicyOpt()},
+			[]any{bw.SessionID, bw.Before, bw.PersistedCount, bw.Held, bw.ResponseIDOpt(), bw.StoreOpt(), bw.PolicyOpt()})
 	})
 	t.Run("a park without response records null keys", func(t *testing.T) {
 		cp := fresh(runstate.StepInterruption)
 		require.NoError(t, cp.Park(newFake(t, "s1"), items(call("c1")), runstate.ParkOptions{}))
-		assert.Equal(t, runstate.Null[string](), cp.Pending.ResponseID)
-		assert.Equal(t, runstate.Null[bool](), cp.Pending.Store)
-		assert.Equal(t, runstate.Null[runstate.Policy](), cp.Pending.ReasoningItemIDPolicy)
+		assert.Equal(t, runstate.Null[string](), cp.Pending.ResponseIDOpt())
+		assert.Equal(t, runstate.Null[bool](), cp.Pending.StoreOpt())
+		assert.Equal(t, runstate.Null[runstate.Policy](), cp.Pending.PolicyOpt())
 	})
 	t.Run("nothing to register", func(t *testing.T) {
 		cp := fresh(runstate.StepInterruption)
@@ -239,8 +239,8 @@ func TestPark(t *testing.T) {
 			require.NoError(t, cp.Park(s, items(call("c1"), output("c1"), call("c2")), runstate.ParkOptions{ResponseID: ptr("resp_2"), Store: ptr(true)}))
 			w := cp.Pending
 			assert.Equal(t, []string{"function_call:c1", "function_call:c2", "function_call_output:c1"}, types(strs(w.Items)))
-			assert.Equal(t, runstate.Some("resp_1"), w.ResponseID, "the batch is that response's write")
-			assert.Equal(t, runstate.OptFromPtr(parked), w.Store, "the store the response was produced under")
+			assert.Equal(t, runstate.Some("resp_1"), w.ResponseIDOpt(), "the batch is that response's write")
+			assert.Equal(t, runstate.OptFromPtr(parked), w.StoreOpt(), "the store the response was produced under")
 		}
 	})
 	t.Run("a detached re-park folds under the batch's policy", func(t *testing.T) {
@@ -256,7 +256,7 @@ func TestPark(t *testing.T) {
 		cp := fresh(runstate.StepInterruption)
 		it := session.MustItem(`{"type":"function_call","id":"fc_1","call_id":"c1","name":"t","arguments":"{}"}`)
 		require.NoError(t, cp.Park(conversation{newFake(t, "conv")}, items(reasoning("rs_1"), it), runstate.ParkOptions{Policy: ptr(runstate.PolicyOmit)}))
-		assert.Equal(t, runstate.Null[runstate.Policy](), cp.Pending.ReasoningItemIDPolicy)
+		assert.Equal(t, runstate.Null[runstate.Policy](), cp.Pending.PolicyOpt())
 		assert.Equal(t, "rs_1", cp.Pending.Items[0].ID(), "the server reasoning id stays persistable")
 		assert.False(t, cp.Pending.Items[1].HasField("id"))
 	})

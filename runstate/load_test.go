@@ -38,9 +38,9 @@ func TestFixturesDecode(t *testing.T) {
 		assert.Equal(t, "session-118", w.SessionID)
 		assert.Nil(t, w.Before)
 		assert.Equal(t, 2, w.PersistedCount)
-		assert.Equal(t, runstate.Some("resp_held_1"), w.ResponseID)
-		assert.False(t, w.Store.Present, "this PR revision predates store")
-		assert.False(t, w.ReasoningItemIDPolicy.Present)
+		assert.Equal(t, runstate.Some("resp_held_1"), w.ResponseIDOpt())
+		assert.False(t, w.StoreOpt().Present, "this PR revision predates store")
+		assert.False(t, w.PolicyOpt().Present)
 		assert.Equal(t, []string{"function_call:call_held_1", "function_call_output:call_held_1"}, types(strs(w.Items)))
 	})
 	t.Run("1.19 held", func(t *testing.T) {
@@ -50,7 +50,7 @@ func TestFixturesDecode(t *testing.T) {
 		w := cp.Pending
 		require.NotNil(t, w)
 		assert.True(t, w.Held)
-		assert.False(t, w.ResponseID.Present)
+		assert.False(t, w.ResponseIDOpt().Present)
 		assert.Equal(t, []runstate.Member{{Key: "current_response", Value: json.RawMessage(`{"start":0,"turn":0}`)}}, w.Extra())
 	})
 	t.Run("1.18 compaction metadata", func(t *testing.T) {
@@ -272,12 +272,12 @@ func TestLoadAccepts(t *testing.T) {
 		{"reviewed-head held record", pendingDoc(t, "1.18", heldRecord(map[string]any{"store": false, "reasoning_item_id_policy": "omit"})), func(t *testing.T, cp *runstate.Checkpoint) {
 			w := cp.Pending
 			assert.True(t, w.Held)
-			assert.Equal(t, runstate.Some(false), w.Store)
-			assert.Equal(t, runstate.Some(runstate.PolicyOmit), w.ReasoningItemIDPolicy)
+			assert.Equal(t, runstate.Some(false), w.StoreOpt())
+			assert.Equal(t, runstate.Some(runstate.PolicyOmit), w.PolicyOpt())
 		}},
 		{"held record with null store keeps the key", pendingDoc(t, "1.18", heldRecord(nil)), func(t *testing.T, cp *runstate.Checkpoint) {
-			assert.Equal(t, runstate.Null[bool](), cp.Pending.Store)
-			assert.Equal(t, runstate.Null[runstate.Policy](), cp.Pending.ReasoningItemIDPolicy)
+			assert.Equal(t, runstate.Null[bool](), cp.Pending.StoreOpt())
+			assert.Equal(t, runstate.Null[runstate.Policy](), cp.Pending.PolicyOpt())
 		}},
 		{"empty before list", pendingDoc(t, "1.18", ordinary(map[string]any{"before": []any{}})), func(t *testing.T, cp *runstate.Checkpoint) {
 			assert.NotNil(t, cp.Pending.Before)

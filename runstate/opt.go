@@ -1,22 +1,22 @@
 package runstate
 
-// Opt is an optional, nullable member of a JSON object: absent (Present is
+// opt is an optional, nullable member of a JSON object: absent (Present is
 // false), null (Present, Value nil), or a value. The held record needs all
 // three: a re-park keeps the standing record's store "if the key is
 // present", even when it is null.
-type Opt[T any] struct {
+type opt[T any] struct {
 	Present bool
 	Value   *T
 }
 
 // some returns a present, non-null Opt.
-func some[T any](v T) Opt[T] { return Opt[T]{Present: true, Value: &v} }
+func some[T any](v T) opt[T] { return opt[T]{Present: true, Value: &v} }
 
 // null returns a present null Opt.
-func null[T any]() Opt[T] { return Opt[T]{Present: true} }
+func null[T any]() opt[T] { return opt[T]{Present: true} }
 
 // optFromPtr returns a present Opt holding *p, or null when p is nil.
-func optFromPtr[T any](p *T) Opt[T] {
+func optFromPtr[T any](p *T) opt[T] {
 	if p == nil {
 		return null[T]()
 	}
@@ -25,7 +25,7 @@ func optFromPtr[T any](p *T) Opt[T] {
 }
 
 // Get returns the value when the member is present and not null.
-func (o Opt[T]) Get() (T, bool) {
+func (o opt[T]) Get() (T, bool) {
 	if !o.Present || o.Value == nil {
 		var zero T
 		return zero, false
@@ -34,19 +34,19 @@ func (o Opt[T]) Get() (T, bool) {
 }
 
 // Ptr returns a copy of the value, or nil when absent or null.
-func (o Opt[T]) Ptr() *T {
+func (o opt[T]) Ptr() *T {
 	if v, ok := o.Get(); ok {
 		return &v
 	}
 	return nil
 }
 
-func (o Opt[T]) clone() Opt[T] {
+func (o opt[T]) clone() opt[T] {
 	if o.Value == nil {
 		return o
 	}
 	v := *o.Value
-	return Opt[T]{Present: o.Present, Value: &v}
+	return opt[T]{Present: o.Present, Value: &v}
 }
 
 // Policy is the reasoning-item id policy (semantics §3.8): PolicyOmit drops the

@@ -40,14 +40,13 @@ type PendingWrite struct {
 	PersistedCount int
 	// Held marks a held record (semantics §3.5).
 	Held bool
-	// ResponseID is the response the held batch belongs to (held only).
-	ResponseID Opt[string]
-	// Store is the store setting that response was produced under (held
-	// only).
-	Store Opt[bool]
-	// ReasoningItemIDPolicy is the policy the held batch was converted
-	// under; folds convert under it (held only).
-	ReasoningItemIDPolicy Opt[Policy]
+	// The held record's optional members (held only), each absent, null
+	// or set (see the accessors below): the response the batch belongs
+	// to, the store setting it was produced under, and the policy it was
+	// converted under (folds convert under it).
+	responseID opt[string]
+	store      opt[bool]
+	policy     opt[Policy]
 	// extra holds the members of the record's variant that this package
 	// does not model (main-line compaction metadata, pending_input,
 	// current_response), written back unchanged.
@@ -68,6 +67,18 @@ type PendingWrite struct {
 	label   string // that row's label: the least a record with extra needs
 	heldKey bool   // "held": false was present
 }
+
+// ResponseID returns the response the held batch belongs to; ok is false
+// when the record names none (absent or null).
+func (w *PendingWrite) ResponseID() (id string, ok bool) { return w.responseID.Get() }
+
+// StoreSetting returns the store setting the held batch's response was
+// produced under, or nil when the record names none.
+func (w *PendingWrite) StoreSetting() *bool { return w.store.Ptr() }
+
+// Policy returns the reasoning-item id policy the held batch was converted
+// under, or nil when the record names none.
+func (w *PendingWrite) Policy() *Policy { return w.policy.Ptr() }
 
 // Variant returns the shape the record was loaded as ("ordinary",
 // "held", "compaction-metadata" or "pending-input"), or "" for a
@@ -129,9 +140,9 @@ func (w *PendingWrite) clone() *PendingWrite {
 	}
 	c.tail = slices.Clone(w.tail) // Items never change: no deep copy
 	c.prefetched = nil
-	c.ResponseID = w.ResponseID.clone()
-	c.Store = w.Store.clone()
-	c.ReasoningItemIDPolicy = w.ReasoningItemIDPolicy.clone()
+	c.responseID = w.responseID.clone()
+	c.store = w.store.clone()
+	c.policy = w.policy.clone()
 	if w.extra != nil {
 		c.extra = make([]member, len(w.extra))
 		for i, m := range w.extra {

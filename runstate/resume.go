@@ -83,7 +83,7 @@ func (cp *Checkpoint) settleHeldAtEntry(ctx context.Context, s session.Session) 
 	if len(settling) == 0 {
 		return SaveResult{}, nil
 	}
-	responseID, _ := w.ResponseID.Get()
+	responseID, _ := w.responseID.Get()
 	defer func() {
 		if cp.Pending == nil || !cp.Pending.Held {
 			observe(ctx, Event{Kind: EventHeldSettled, SessionID: w.SessionID, Items: len(settling)})
@@ -92,7 +92,7 @@ func (cp *Checkpoint) settleHeldAtEntry(ctx context.Context, s session.Session) 
 	return cp.Save(ctx, s, SaveArgs{
 		Input:        settling,
 		ResponseID:   responseID,
-		Store:        w.Store.Ptr(),
+		Store:        w.store.Ptr(),
 		Slice:        true,
 		Register:     true,
 		settlingHeld: true,

@@ -65,18 +65,18 @@ func decodePending(label string, step StepKind, raw json.RawMessage) (*PendingWr
 		// Rule 7: the held keys' types.
 		if v, ok := get("response_id"); ok {
 			if s, isStr := jsonString(v); isStr {
-				w.ResponseID = some(s)
+				w.responseID = some(s)
 			} else if isNull(v) {
-				w.ResponseID = null[string]()
+				w.responseID = null[string]()
 			} else {
 				return nil, bad(rulePendingHeldKeyTypes, "response_id must be a string or null, got %s", clip(v))
 			}
 		}
 		if v, ok := get("store"); ok {
 			if b, isBool := jsonBool(v); isBool {
-				w.Store = some(b)
+				w.store = some(b)
 			} else if isNull(v) {
-				w.Store = null[bool]()
+				w.store = null[bool]()
 			} else {
 				return nil, bad(rulePendingHeldKeyTypes, "store must be a boolean or null, got %s", clip(v))
 			}
@@ -86,7 +86,7 @@ func decodePending(label string, step StepKind, raw json.RawMessage) (*PendingWr
 			if err != nil {
 				return nil, bad(rulePendingHeldKeyTypes, "reasoning_item_id_policy %v", err)
 			}
-			w.ReasoningItemIDPolicy = p
+			w.policy = p
 		}
 		// Rule 8: the held keys describe nothing on an ordinary record.
 		if !w.Held {
@@ -312,13 +312,13 @@ func mustLookup(ms []member, k string) json.RawMessage {
 	return v
 }
 
-func decodePolicy(v json.RawMessage) (Opt[Policy], error) {
+func decodePolicy(v json.RawMessage) (opt[Policy], error) {
 	if isNull(v) {
 		return null[Policy](), nil
 	}
 	s, ok := jsonString(v)
 	if !ok || !Policy(s).valid() {
-		return Opt[Policy]{}, fmt.Errorf(`must be "preserve", "omit" or null, got %s`, clip(v))
+		return opt[Policy]{}, fmt.Errorf(`must be "preserve", "omit" or null, got %s`, clip(v))
 	}
 	return some(Policy(s)), nil
 }
