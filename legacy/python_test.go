@@ -348,7 +348,7 @@ func TestPython117OrdinarySettles(t *testing.T) {
 			require.Equal(t, "1.17", cp.Schema)
 			require.NotNil(t, cp.Pending)
 			require.False(t, cp.Pending.Held)
-			require.Equal(t, runstate.VariantOrdinary, cp.Pending.Variant())
+			require.Equal(t, "ordinary", cp.Pending.Variant())
 			require.Equal(t, 1, cp.PersistedCount)
 
 			st := openPythonDB(t, tc.db)
