@@ -33,14 +33,14 @@ import (
 // applies; for one first fault of each resulting state (before unknown,
 // nothing committed, committed) the recovery is faulted at each call of its
 // row. That is matrixCells cells per flow and mode. Live cells read through
-// LatestReader (when the adapter has it), JSON cells through the full-read
-// fallback.
+// LatestReader (when the adapter has it), JSON and stored cells through the
+// full-read fallback.
 
 func init() {
 	for _, f := range matrixFlows() {
-		for _, m := range []scMode{modeLive, modeJSON} {
+		for _, m := range scModes {
 			f, m := f, m
-			register(suite.Clause{Name: "held-write/fault-matrix/" + f.name + "/" + string(m), Group: Group, Run: func(c *suite.C) {
+			register(suite.Clause{Name: "held-write/fault-matrix/" + f.name + "/" + string(m), Group: Group, Needs: m.needs(), Run: func(c *suite.C) {
 				runMatrix(&sc{C: c, mode: m}, f)
 			}})
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/stretchr/testify/require"
 
@@ -679,24 +680,90 @@ func executed(id, name string) session.Item { return outputItem(id, name+":"+id)
 type scMode string
 
 const (
-	modeLive scMode = "live" // the same *Checkpoint across steps
-	modeJSON scMode = "json" // json.Marshal + runstate.Load after every step
+	modeLive   scMode = "live"   // the same *Checkpoint across steps
+	modeJSON   scMode = "json"   // json.Marshal + runstate.Load after every step
+	modeStored scMode = "stored" // saved to the store's checkpoints and loaded back after every step
 )
+
+// scModes are the modes every scenario runs in.
+var scModes = []scMode{modeLive, modeJSON, modeStored}
+
+// needs is the capability a mode's clauses need.
+func (m scMode) needs() session.Capability {
+	if m == modeStored {
+		return session.CapCheckpoints
+	}
+	return 0
+}
 
 // sc is one scenario run in one mode.
 type sc struct {
 	*suite.C
 	mode scMode
+
+	store  session.CheckpointStore            // modeStored: where checkpoints are kept
+	stored map[*runstate.Checkpoint]storedRef // modeStored: each checkpoint handed out, by lineage
+}
+
+// lineages numbers the stored lineages of the process, so that the cells
+// of one clause (each with an sc of its own) never share a name.
+var lineages atomic.Int64
+
+// storedRef is where a checkpoint's lineage is kept and its version then.
+type storedRef struct {
+	name    string
+	version int64
 }
 
 // carry returns the checkpoint the next step uses: cp itself (live) or cp
 // after a JSON round trip.
 func (x *sc) carry(cp *runstate.Checkpoint) *runstate.Checkpoint {
 	x.Helper()
-	if x.mode == modeLive || cp == nil {
+	switch {
+	case x.mode == modeLive || cp == nil:
 		return cp
+	case x.mode == modeStored:
+		return x.storeTrip(cp)
 	}
 	return roundTrip(x, cp)
+}
+
+// storeTrip saves cp under the version it loaded with (so a stale save
+// would fail) in a probe session's checkpoints, loads it back and reloads
+// it: the bytes the store returns are the bytes saved.
+func (x *sc) storeTrip(cp *runstate.Checkpoint) *runstate.Checkpoint {
+	x.Helper()
+	if x.store == nil {
+		cs, ok := x.Fresh("checkpoints").(session.CheckpointStore)
+		require.True(x, ok, "the store declares checkpoints but its sessions are no session.CheckpointStore")
+		x.store = cs
+	}
+	// A checkpoint this mode handed out continues its lineage (the loop
+	// changed it in place); any other starts one.
+	ref, ok := x.stored[cp]
+	if !ok {
+		ref = storedRef{name: fmt.Sprintf("run-%d", lineages.Add(1))}
+	}
+	doc, err := cp.MarshalJSON()
+	require.NoError(x, err, "marshal the checkpoint")
+	v, err := x.store.SaveCheckpoint(x.Context(), ref.name, doc, ref.version)
+	require.NoError(x, err, "save checkpoint %s at version %d", ref.name, ref.version)
+	require.Greater(x, v, ref.version, "a save advances the version")
+	got, gv, err := x.store.LoadCheckpoint(x.Context(), ref.name)
+	require.NoError(x, err, "load the checkpoint")
+	require.Equal(x, v, gv, "the version saved is the version loaded")
+	require.Equal(x, string(doc), string(got), "the store keeps the document byte for byte")
+	if ref.version > 0 {
+		_, err := x.store.SaveCheckpoint(x.Context(), ref.name, doc, ref.version)
+		require.ErrorIs(x, err, session.ErrCheckpointConflict, "a save from the stale version fails")
+	}
+	back, err := runstate.Load(got)
+	require.NoError(x, err, "reload the checkpoint: %s", got)
+	if x.stored == nil {
+		x.stored = map[*runstate.Checkpoint]storedRef{}
+	}
+	x.stored[back] = storedRef{name: ref.name, version: v}
+	return back
 }
 
 // roundTrip marshals cp with encoding/json and reloads it with Load.
@@ -803,10 +870,10 @@ type scenario struct {
 
 func registerScenarios(list ...scenario) {
 	for _, s := range list {
-		for _, m := range []scMode{modeLive, modeJSON} {
+		for _, m := range scModes {
 			s, m := s, m
 			name := "held-write/" + s.name + "/" + string(m)
-			register(suite.Clause{Name: name, Group: Group, Run: func(c *suite.C) { s.run(&sc{C: c, mode: m}) }})
+			register(suite.Clause{Name: name, Group: Group, Needs: m.needs(), Run: func(c *suite.C) { s.run(&sc{C: c, mode: m}) }})
 		}
 	}
 }
