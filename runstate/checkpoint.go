@@ -346,7 +346,7 @@ func (cp *Checkpoint) MarshalJSON() ([]byte, error) {
 			return nil, err
 		}
 		// The record must be one Load accepts, by Load's own rules.
-		if _, err := decodePending(label, ruleStepFor(cp.Step.Kind, terminal), raw); err != nil {
+		if _, err := checkPending(label, ruleStepFor(cp.Step.Kind, terminal), raw, w.Items); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidState, err)
 		}
 		ms = setMember(ms, keyPending, raw)

@@ -75,6 +75,15 @@ func encodeObject(ms []member) []byte {
 
 // encodeString encodes s as a JSON string without HTML escaping.
 func encodeString(s string) []byte {
+	plain := true
+	for i := 0; i < len(s) && plain; i++ {
+		c := s[i]
+		plain = c >= 0x20 && c < 0x7f && c != '"' && c != '\\'
+	}
+	if plain { // printable ASCII without quote or backslash: as it is
+		b := make([]byte, 0, len(s)+2)
+		return append(append(append(b, '"'), s...), '"')
+	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)

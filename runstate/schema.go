@@ -100,7 +100,8 @@ func compareSchemas(a, b string) int {
 }
 
 func supported(label string) bool {
-	return slices.Contains(supportedSchemas(), label)
+	_, ok := schemaSummary(label)
+	return ok
 }
 
 // The four keys every pending write carries.

@@ -14,6 +14,13 @@ import (
 // decodePending validates a pending_session_write member against every
 // rule of semantics §3.2 and the key table, and decodes it.
 func decodePending(label string, step StepKind, raw json.RawMessage) (*PendingWrite, error) {
+	return checkPending(label, step, raw, nil)
+}
+
+// checkPending is decodePending; items, when not nil, are the record's
+// items as MarshalJSON encoded them (each a valid object already), which
+// rule 10 then counts instead of parsing them again.
+func checkPending(label string, step StepKind, raw json.RawMessage, items []session.Item) (*PendingWrite, error) {
 	bad := func(r rule, format string, args ...any) error {
 		return loadErr(ErrInvalidPendingWrite, r, format, args...)
 	}
@@ -105,10 +112,11 @@ func decodePending(label string, step StepKind, raw json.RawMessage) (*PendingWr
 	}
 	w.SessionID = s
 	// Rule 10: items.
-	itemsRaw, _ := get("items")
-	items, err := decodeItems(itemsRaw)
-	if err != nil {
-		return nil, bad(rulePendingItems, "items %v", err)
+	if items == nil {
+		itemsRaw, _ := get("items")
+		if items, err = decodeItems(itemsRaw); err != nil {
+			return nil, bad(rulePendingItems, "items %v", err)
+		}
 	}
 	if len(items) == 0 {
 		return nil, bad(rulePendingItems, "items must not be empty")
