@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Sentinel errors, checked with errors.Is.
@@ -34,7 +35,12 @@ func (e *ItemError) Error() string {
 	if e.Err == nil {
 		return fmt.Sprintf("session: item %d is not a JSON object", e.Index)
 	}
-	return fmt.Sprintf("session: item %d is not a JSON object: %v", e.Index, e.Err)
+	// The decoding error usually wraps ErrInvalidItem already: say it once.
+	detail := strings.TrimPrefix(e.Err.Error(), ErrInvalidItem.Error()+": ")
+	if detail == ErrInvalidItem.Error() {
+		return fmt.Sprintf("session: item %d is not a JSON object", e.Index)
+	}
+	return fmt.Sprintf("session: item %d is not a JSON object: %s", e.Index, detail)
 }
 
 // Unwrap returns ErrInvalidItem and the decoding error.

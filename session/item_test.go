@@ -1,6 +1,7 @@
 package session_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -45,5 +46,18 @@ func TestItemConstruction(t *testing.T) {
 		require.NoError(t, err, "%q is a JSON object", ok)
 		_, err = session.NewItem([]byte(ok))
 		require.NoError(t, err, "%q is a JSON object", ok)
+	}
+}
+
+func TestItemErrorSaysItOnce(t *testing.T) {
+	_, err := session.Items(`{}`, `{"a":`)
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	if got, want := err.Error(), "session: item 1 is not a JSON object: invalid JSON"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	if !errors.Is(err, session.ErrInvalidItem) {
+		t.Fatal("not ErrInvalidItem")
 	}
 }
