@@ -1,0 +1,11 @@
+package eino_test
+
+import (
+	"testing"
+
+	"github.com/agentsessions/sessions/internal/testservers"
+)
+
+// TestMain stops the test servers (Redis, PostgreSQL, the Mongo-wire
+// server) the backends started.
+func TestMain(m *testing.M) { testservers.Main(m) }
