@@ -26,7 +26,7 @@ var ErrInvalidOptions = errors.New("postgres: invalid options")
 // Options configures a Store. The zero value gives the Python SDK's
 // SQLAlchemySession layout, so that Python and Go share one database.
 type Options struct {
-	// Schema, when set, qualifies both tables ("schema"."table") and is
+	// Schema, when set, qualifies the tables ("schema"."table") and is
 	// created if missing along with them; "" leaves the tables to the
 	// connection's search_path, as SQLAlchemySession does.
 	Schema string
@@ -57,7 +57,10 @@ type Options struct {
 	// save tries again and reports why). With SkipCreateTables it is never
 	// created: a missing table reads as no checkpoints, and saves fail with
 	// an error wrapping ErrNoSchema. The name follows the rules of
-	// SessionsTable and must differ from the other two.
+	// SessionsTable and must differ from the other two. Stores that share
+	// one schema under different SessionsTable and MessagesTable names
+	// share this table too (a session id would name one set of
+	// checkpoints in both) unless each gives its own CheckpointsTable.
 	CheckpointsTable string
 	// OnCorrupt receives a report for every stored row whose message_data
 	// is not a JSON object (its Position is "id=<id>"); nil logs a slog

@@ -541,3 +541,47 @@ func TestCheckpointsLazyTable(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, slices.Equal([]string{"n"}, names))
 }
+
+// TestCheckpointConflictRunsAgainAfterRollback: a version check that
+// failed in a group transaction that then rolls back (a later batch of the
+// group fails) was decided on writes that are undone: it runs again with
+// the others, and its answer is the one the committed order gives.
+func TestCheckpointConflictRunsAgainAfterRollback(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	_, err := f.st.DB().ExecContext(ctx, `CREATE TRIGGER refuse BEFORE INSERT ON agent_messages
+        WHEN NEW.message_data = '{"refuse":1}' BEGIN SELECT RAISE(ABORT, 'refused by the test trigger'); END`)
+	require.NoError(t, err)
+	s := f.session(t, "a")
+	tx0, w0 := f.st.Stats()
+
+	release := holdLock(t, f.path)
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	vers := make([]int64, 3)
+	run := func(i int, fn func() (int64, error)) {
+		wg.Add(1)
+		go func() { defer wg.Done(); vers[i], errs[i] = fn() }()
+		waitQueued(t, f.st, i+1)
+	}
+	run(0, func() (int64, error) {
+		return s.AppendWithCheckpoint(ctx, numbered("first", 1), "state", []byte("first"), 0)
+	})
+	run(1, func() (int64, error) {
+		return s.AppendWithCheckpoint(ctx, numbered("second", 1), "state", []byte("second"), 0)
+	})
+	run(2, func() (int64, error) { return 0, f.session(t, "b").AddItems(ctx, items(t, `{"refuse":1}`)) })
+	release()
+	wg.Wait()
+	require.NoError(t, errs[0])
+	require.Equal(t, int64(1), vers[0])
+	require.ErrorIs(t, errs[1], session.ErrCheckpointConflict, "run again after the first committed: still second")
+	require.ErrorContains(t, errs[2], "refused by the test trigger")
+	tx1, w1 := f.st.Stats()
+	require.Equal(t, int64(1), tx1-tx0, "the first group rolled back, the second committed")
+	require.Equal(t, int64(1), w1-w0)
+	require.Equal(t, texts(numbered("first", 1)), rawRows(t, f.st, "a"))
+	doc, v := load(t, s, "state")
+	require.Equal(t, "first", doc)
+	require.Equal(t, int64(1), v)
+}

@@ -57,7 +57,10 @@ type Options struct {
 	// it is never created: a missing table reads as no checkpoints, and
 	// saves fail with an error wrapping ErrNoSchema (ErrReadOnly when
 	// read-only). The name follows the rules of the other two and must
-	// differ from both.
+	// differ from both. Stores that share one file under different
+	// SessionsTable and MessagesTable names share this table too (a
+	// session id would name one set of checkpoints in both) unless each
+	// gives its own CheckpointsTable.
 	CheckpointsTable string
 	// BusyTimeout bounds how long a write waits for the lock another
 	// process (or another Store on the same file) holds; 0 means
