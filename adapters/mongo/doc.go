@@ -12,15 +12,19 @@
 // New wraps a client the caller owns (Close leaves it connected); Open
 // makes its own client, takes the database from the URI's path (else
 // Options.Database, else "agents"), and disconnects it on Close. A Session
-// implements session.Session, session.LatestReader, session.Replacer and
-// session.Expirer.
+// implements session.Session, session.LatestReader, session.Replacer,
+// session.Expirer and session.CheckpointStore (not
+// session.CheckpointCommitter: an append and a checkpoint save are two
+// documents, and FerretDB has no multi-document transactions).
 //
 // # Layout
 //
-// Two collections, agent_sessions and agent_messages by default:
+// Two collections, agent_sessions and agent_messages by default, and a
+// third of this package's own, agent_checkpoints (see "Checkpoints"):
 //
-//	session document  {session_id, created_at, updated_at, _seq, _generation}
-//	message document  {session_id, seq, generation, message_data: [item JSON, ...], created_at}
+//	session document     {session_id, created_at, updated_at, _seq, _generation}
+//	message document     {session_id, seq, generation, message_data: [item JSON, ...], created_at}
+//	checkpoint document  {_id: "<len(id)>:<id>:<name>:<version>", session_id, name, version, document (binary), updated_at}
 //
 // session_id is unique on the sessions collection. A message document holds
 // one appended batch: message_data is the array of its items' JSON texts,
@@ -90,10 +94,18 @@
 //     array without the record when unreadable records sit above it: they
 //     are reported and kept byte for byte). An emptied document stays as a
 //     marker. A lost condition (a concurrent pop) reads again.
-//   - Clear: 3 round trips, 1 for a session never written. See
-//     "Generations".
+//   - Clear: 3 round trips, 1 for a session never written (2 with a TTL).
+//     See "Generations".
 //   - ReplaceItems: 5 round trips. See "Generations".
-//   - ExpiresIn: 1; Touch: 1 (3 when the messages' purge time must move).
+//   - ExpiresIn: 1 (2 when the session document is missing or expired:
+//     the checkpoints' expiry then says); Touch: 1 (3 when the messages'
+//     purge time must move).
+//   - SaveCheckpoint from a version: 4 round trips (insert, check, commit,
+//     deletion of the old version); from 0 or AnyVersion, 5 (a read of the
+//     newest version first); with a TTL, 1 or 2 more to restart the
+//     session's expiry. DeleteCheckpoint: the same, without the expiry.
+//     LoadCheckpoint and ListCheckpoints: 1 (2 when a checkpoint's own
+//     expiry has passed). See "Checkpoints".
 //
 // A batch whose document would exceed 16 MiB (the BSON limit) or
 // Options.MaxBatchBytes is refused with an error wrapping
@@ -142,20 +154,74 @@
 // Both cases are rare, and both are tested by placing a clear or a replace
 // exactly between a read's two fetches.
 //
+// # Checkpoints
+//
+// Run-state checkpoints (session.CheckpointStore) live in their own
+// collection, agent_checkpoints by default (Options.CheckpointsCollection),
+// which the Python SDK never reads. Every version of a checkpoint is a
+// document of its own, and its _id names the session, the checkpoint and
+// the version (the id's length first, so that no two triples share an
+// _id; FerretDB finds a document by _id without scanning). A save from
+// version v is the insert of version v+1: of two saves from v the unique
+// _id lets exactly one in, on every server. That is the one atomic step
+// the design relies on, because FerretDB's conditional updates are not
+// atomic: two findAndModify calls filtered on {version: v} both match and
+// both succeed (the "lost $inc" of the FerretDB section, which would give
+// two copies of one checkpoint the same version).
+//
+// A version is inserted pending and committed by its save after a check:
+// the version it was saved from is still committed (and, for a save from
+// a given version, still the live checkpoint), and no committed version
+// lies above it. The check catches a save from a stale version whose
+// successor was already deleted as old: its insert gets in, and it would
+// otherwise commit a version below the newest. Readers read only
+// committed versions, and nobody saves from a pending one, so a version
+// above a pending one can only be older than it. Once committed, the older
+// versions are deleted. A save that finds its version pending waits for
+// that save's outcome (at most 5 seconds) before it answers, and deletes
+// a version left pending by a save that stopped before committing once it
+// is two minutes old. A delete commits a tombstone ({deleted: true}, no
+// document) as the next version: a later save at version 0 creates the
+// checkpoint again above it, and a save from a version before the delete
+// stays a conflict. The current checkpoint of a name is its newest
+// committed version, unless that is a tombstone.
+//
+// Clear and ReplaceItems keep a session's checkpoints; RemoveSession (and
+// sessionctl check's cleanup, through the URL store) deletes them with the
+// session's documents. A save writes no session document, so a session
+// holding only checkpoints is not listed by ListSessions.
+//
+// With a TTL a checkpoint carries expires_at, its save plus the TTL, and
+// it is live while that has not passed or while the session document's
+// expiry has not (every write to the session restarts its checkpoints'
+// clock), unless the restart of an expired session ended it (its expiry
+// lies below _expired_through: it was saved before the session expired). A
+// save restarts the session's expiry as Touch does. The restart of an
+// expired session deletes the checkpoints it ended, and a Store with a TTL
+// restarts an expired session before clearing it (a Clear refreshes the
+// expiry, which would otherwise bring such checkpoints back). Expiry
+// assumes the Stores writing one session share its TTL. A save racing the
+// restart that ends the checkpoint it saves from can be kept.
+//
 // # Scale-out
 //
 // On a replica set every read and write goes to the primary, with write
 // concern majority by default (Options.WriteConcern). To shard, use
 //
-//	agent_sessions  shard key {session_id: 1}
-//	agent_messages  shard key {session_id: 1, seq: 1}
+//	agent_sessions     shard key {session_id: 1}
+//	agent_messages     shard key {session_id: 1, seq: 1}
+//	agent_checkpoints  shard key {session_id: 1}
 //
 // Every operation names session_id, so it targets the shards owning that
 // session's range; with {session_id, seq} one session's documents sit in
 // one contiguous range ordered by seq, which the latest-N sort walks
 // backwards, while a session too large for one chunk can still split by
 // seq. The one unique index, {session_id} on sessions, is its collection's
-// shard key. The session document's findAndModify has the full shard key;
+// shard key. Every checkpoint operation names session_id (its single-
+// document writes name _id too); a sharded cluster enforces a unique _id
+// per shard only, which is enough, since every version of a checkpoint
+// has its session's shard key value and so lives on one shard. The session document's findAndModify has
+// the full shard key;
 // the pop's single-document update or delete names _id and session_id,
 // which a sharded cluster accepts on every version (a single-document write
 // must name _id or the full shard key) and routes by session_id.
@@ -169,8 +235,9 @@
 // and a write deletes only what it has itself read as expired.
 //
 //   - The session: each write of a Store with Options.TTL (append, pop,
-//     clear, replace, Touch) sets the session document's expires_at to
-//     now+TTL; reads do not.
+//     clear, replace, Touch, a checkpoint save) sets the session document's
+//     expires_at to now+TTL; reads do not. Checkpoints expire with it (see
+//     "Checkpoints").
 //   - Stamps: a message document is governed by that expiry only once it is
 //     stamped with an expires_at date of its own, the field the TTL index
 //     acts on. Documents written by this package are stamped (now+TTL+slack,
@@ -231,7 +298,8 @@
 // increments and can move a counter backwards, so concurrent writers of
 // one session can be handed one seq twice (both batches are kept, each
 // whole, in the server's order), and concurrent clears, replaces or pops
-// of one session are not safe on it; on MongoDB they are.
+// of one session are not safe on it; on MongoDB they are. Checkpoint saves
+// use no conditional update, and are safe on both (see "Checkpoints").
 //
 // The package carries three small guards for it, each named, tested on
 // the semantics MongoDB has as well, and harmless there:

@@ -142,8 +142,17 @@ func (h *harness) OpenPeer(_ context.Context, id string) (session.Session, error
 }
 
 func (h *harness) Declared() session.Capabilities {
-	return session.Caps(session.CapLatest, session.CapReplace, session.CapTTL)
+	return session.Caps(session.CapLatest, session.CapReplace, session.CapTTL, session.CapCheckpoints)
 }
+
+// RemoveSession deletes every document of the session (its checkpoints
+// too, which Clear keeps), as sessionctl check's harness does, so that the
+// suite leaves nothing behind.
+func (h *harness) RemoveSession(ctx context.Context, id string) error {
+	return h.st.RemoveSession(ctx, id)
+}
+
+var _ conformance.Remover = (*harness)(nil)
 
 // AppendRaw stores raw as the session's next record, the way a buggy or
 // foreign writer could: it reserves a seq on the session document, as

@@ -15,6 +15,10 @@ const (
 	DefaultDatabase           = "agents"
 	DefaultSessionsCollection = "agent_sessions"
 	DefaultMessagesCollection = "agent_messages"
+	// DefaultCheckpointsCollection holds run-state checkpoints (see
+	// "Checkpoints" in the package documentation); the Python SDK has no
+	// such collection and never reads it.
+	DefaultCheckpointsCollection = "agent_checkpoints"
 )
 
 // MaxDocumentBytes is the largest BSON document a MongoDB server stores
@@ -32,6 +36,9 @@ type Options struct {
 	// MessagesCollection names the collection of message (batch)
 	// documents; empty means DefaultMessagesCollection.
 	MessagesCollection string
+	// CheckpointsCollection names the collection of checkpoint documents;
+	// empty means DefaultCheckpointsCollection.
+	CheckpointsCollection string
 	// TTL, when positive, expires a session's whole history TTL after its
 	// last write (append, pop, clear, replace or Touch). Reads do not
 	// refresh it. See the package documentation for how expiry works on
@@ -64,8 +71,12 @@ func (o Options) withDefaults() (Options, error) {
 	if o.MessagesCollection == "" {
 		o.MessagesCollection = DefaultMessagesCollection
 	}
-	if o.SessionsCollection == o.MessagesCollection {
-		return o, errors.New("mongo: the sessions and messages collections must differ")
+	if o.CheckpointsCollection == "" {
+		o.CheckpointsCollection = DefaultCheckpointsCollection
+	}
+	if o.SessionsCollection == o.MessagesCollection ||
+		o.CheckpointsCollection == o.SessionsCollection || o.CheckpointsCollection == o.MessagesCollection {
+		return o, errors.New("mongo: the sessions, messages and checkpoints collections must differ")
 	}
 	if o.TTL < 0 {
 		return o, fmt.Errorf("mongo: negative TTL %v", o.TTL)

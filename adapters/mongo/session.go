@@ -24,9 +24,10 @@ type Session struct {
 }
 
 var (
-	_ session.LatestReader = (*Session)(nil)
-	_ session.Replacer     = (*Session)(nil)
-	_ session.Expirer      = (*Session)(nil)
+	_ session.LatestReader    = (*Session)(nil)
+	_ session.Replacer        = (*Session)(nil)
+	_ session.Expirer         = (*Session)(nil)
+	_ session.CheckpointStore = (*Session)(nil)
 )
 
 // SessionID returns the session's id.

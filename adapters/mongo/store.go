@@ -29,12 +29,17 @@ type Store struct {
 	opts     Options
 	sessions *mongodrv.Collection
 	messages *mongodrv.Collection
-	closed   atomic.Bool
-	est      estimator
+	// checkpoints holds the sessions' run-state checkpoints, one document
+	// per version (see checkpoints.go).
+	checkpoints *mongodrv.Collection
+	closed      atomic.Bool
+	est         estimator
 
 	idxMu   sync.Mutex
 	idxDone bool
 	ttlErr  error // why the TTL indexes could not be created, if they could not
+
+	ckIdxDone bool // the checkpoints index is made (guarded by idxMu)
 }
 
 // New returns a Store on client. The client stays the caller's: Close does
@@ -81,11 +86,12 @@ func newStore(client *mongodrv.Client, owned bool, opts Options) (*Store, error)
 	db := client.Database(opts.Database)
 	co := options.Collection().SetWriteConcern(opts.WriteConcern)
 	return &Store{
-		client:   client,
-		owned:    owned,
-		opts:     opts,
-		sessions: db.Collection(opts.SessionsCollection, co),
-		messages: db.Collection(opts.MessagesCollection, co),
+		client:      client,
+		owned:       owned,
+		opts:        opts,
+		sessions:    db.Collection(opts.SessionsCollection, co),
+		messages:    db.Collection(opts.MessagesCollection, co),
+		checkpoints: db.Collection(opts.CheckpointsCollection, co),
 	}, nil
 }
 
@@ -366,17 +372,21 @@ func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 }
 
-// RemoveSession deletes every document of session id: its messages and its
-// session document. Clear keeps the session document (its counters, as
-// Python's clear_session does) and an empty marker; RemoveSession is for
-// sessions that must leave no trace, such as sessionctl check's probes.
-// Nobody may write the session meanwhile: a write between the two deletes
-// could leave messages behind a new session document.
+// RemoveSession deletes every document of session id: its checkpoints, its
+// messages and its session document. Clear keeps the session document (its
+// counters, as Python's clear_session does), an empty marker and the
+// checkpoints; RemoveSession is for sessions that must leave no trace,
+// such as sessionctl check's probes. Nobody may write the session
+// meanwhile: a write between the deletes could leave documents behind a
+// new session document.
 func (st *Store) RemoveSession(ctx context.Context, id string) error {
 	if err := driver.ValidateID(id); err != nil {
 		return err
 	}
 	filter := bson.D{{Key: fSessionID, Value: id}}
+	if _, err := st.checkpoints.DeleteMany(ctx, filter); err != nil {
+		return fmt.Errorf("mongo: remove session: %w", err)
+	}
 	if _, err := st.messages.DeleteMany(ctx, filter); err != nil {
 		return fmt.Errorf("mongo: remove session: %w", err)
 	}

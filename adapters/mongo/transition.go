@@ -34,7 +34,12 @@ const maxReplaceAttempts = 5
 // round trip, the commit), then writes a marker and deletes the old
 // documents (two more, which run to completion even if ctx is cancelled
 // once the commit is made). Clearing a session that was never written
-// costs one round trip.
+// costs one round trip (two with a TTL). The session's checkpoints stay.
+//
+// With a TTL, a Clear of an expired session first restarts it (see
+// restart), as every write that refreshes the expiry does: refreshing it
+// without ending the expiry would bring back the checkpoints the expiry
+// took, which the session's live expiry keeps alive.
 func (s *Session) Clear(ctx context.Context) error {
 	if err := s.check(ctx); err != nil {
 		return err
@@ -42,6 +47,21 @@ func (s *Session) Clear(ctx context.Context) error {
 	if err := s.st.ensureIndexes(ctx); err != nil {
 		return fmt.Errorf("mongo: clear: %w", err)
 	}
+	for range maxReserveAttempts {
+		done, err := s.clearOnce(ctx)
+		if err != nil || done {
+			return err
+		}
+		if err := s.restart(ctx); err != nil {
+			return fmt.Errorf("mongo: clear: %w", err)
+		}
+	}
+	return errors.New("mongo: clear: the session document kept changing")
+}
+
+// clearOnce is one attempt of Clear; done is false when, with a TTL, the
+// session document exists but has expired (it is to be restarted first).
+func (s *Session) clearOnce(ctx context.Context) (done bool, err error) {
 	now := s.st.now()
 	set := bson.D{{Key: fUpdatedAt, Value: now}}
 	update := bson.D{
@@ -54,18 +74,29 @@ func (s *Session) Clear(ctx context.Context) error {
 		update = append(update, bson.E{Key: "$max", Value: bson.D{{Key: fPurgeBy, Value: s.st.messageExpiry(now)}}})
 	}
 	update = append(update, bson.E{Key: "$set", Value: set})
+	filter := bson.D{byID(s.id)}
+	if s.st.opts.TTL > 0 {
+		filter = append(filter, liveClause(now))
+	}
 	var sd sessionDoc
-	err := s.st.sessions.FindOneAndUpdate(ctx, bson.D{byID(s.id)}, update,
+	err = s.st.sessions.FindOneAndUpdate(ctx, filter, update,
 		options.FindOneAndUpdate().SetReturnDocument(options.After),
 	).Decode(&sd)
 	if errors.Is(err, mongodrv.ErrNoDocuments) {
-		return nil
+		if s.st.opts.TTL <= 0 {
+			return true, nil
+		}
+		cur, err := s.loadSession(ctx)
+		if err != nil {
+			return false, fmt.Errorf("mongo: clear: %w", err)
+		}
+		return cur == nil, nil // no session: nothing to clear
 	}
 	if err != nil {
-		return fmt.Errorf("mongo: clear: %w", err)
+		return false, fmt.Errorf("mongo: clear: %w", err)
 	}
 	s.sweep(ctx, &sd, now)
-	return nil
+	return true, nil
 }
 
 // ReplaceItems atomically replaces the whole history with items. It
@@ -182,8 +213,10 @@ func (s *Session) replaceOnce(ctx context.Context, items []session.Item) (done b
 // stays hidden for good (a later stamp is always above it), and refreshes
 // the expiry (without a TTL, drops it). The generation is kept: the
 // Python SDK reads only the current generation, and the items it wrote
-// after the expiry (never stamped) must stay in its view and ours. Then it
-// deletes the hidden documents, best effort (where the server has TTL
+// after the expiry (never stamped) must stay in its view and ours. The
+// checkpoints saved before the expiry end with it: their expiry lies
+// below _expired_through (see ckptView.live). Then it deletes the hidden
+// documents and those checkpoints, best effort (where the server has TTL
 // indexes they would go anyway). A session that is no longer expired is
 // left alone.
 func (s *Session) restart(ctx context.Context) error {
@@ -221,6 +254,7 @@ func (s *Session) restart(ctx context.Context) error {
 		slog.WarnContext(ctx, "mongo: could not delete an expired session's documents; they stay hidden",
 			"collection", s.st.opts.MessagesCollection, "error", err)
 	}
+	s.dropExpiredCkpts(cctx, through)
 	return nil
 }
 

@@ -22,7 +22,9 @@ import (
 func (s *Session) TTL() time.Duration { return s.st.opts.TTL }
 
 // ExpiresIn returns how long until the session expires; ok is false when
-// it has no data or no expiry. One round trip.
+// it has no data or no expiry. One round trip; when the session document
+// is missing or expired, one more for the checkpoints, whose own expiry
+// then says (a session holding only checkpoints expires with them).
 func (s *Session) ExpiresIn(ctx context.Context) (time.Duration, bool, error) {
 	if err := s.check(ctx); err != nil {
 		return 0, false, err
@@ -32,8 +34,15 @@ func (s *Session) ExpiresIn(ctx context.Context) (time.Duration, bool, error) {
 		return 0, false, fmt.Errorf("mongo: expires in: %w", err)
 	}
 	now := s.st.now()
-	if sd == nil || sd.ExpiresAt == nil || sd.expired(now) {
+	if sd != nil && sd.ExpiresAt == nil {
 		return 0, false, nil
+	}
+	if sd == nil || sd.expired(now) {
+		d, ok, err := s.ckptExpiresIn(ctx)
+		if err != nil {
+			return 0, false, fmt.Errorf("mongo: expires in: %w", err)
+		}
+		return d, ok, nil
 	}
 	return sd.ExpiresAt.Sub(now), true, nil
 }

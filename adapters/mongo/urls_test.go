@@ -37,7 +37,8 @@ func TestURLOpener(t *testing.T) {
 	var mu sync.Mutex
 	var reports []driver.CorruptRecord
 	st, err := adapters.OpenWith(ctx, testURL(t, db, map[string]string{
-		"sessions_collection": "my_sessions", "messages_collection": "my_messages", "ttl": "1h", "max_batch_bytes": "4096",
+		"sessions_collection": "my_sessions", "messages_collection": "my_messages", "checkpoints_collection": "my_checkpoints",
+		"ttl": "1h", "max_batch_bytes": "4096",
 	}), adapters.Options{OnCorrupt: func(_ context.Context, r driver.CorruptRecord) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -48,7 +49,7 @@ func TestURLOpener(t *testing.T) {
 	s, err := st.Session("a")
 	require.NoError(t, err)
 	require.Equal(t, session.Probe(s), st.Declared(), "declared = probed")
-	require.Equal(t, session.Caps(session.CapLatest, session.CapReplace, session.CapTTL), st.Declared())
+	require.Equal(t, session.Caps(session.CapLatest, session.CapReplace, session.CapTTL, session.CapCheckpoints), st.Declared())
 	ms := s.(*Session)
 	require.Equal(t, db, ms.st.opts.Database, "the path names the database")
 	require.Equal(t, "1h0m0s", ms.st.opts.TTL.String(), "ttl applied")
@@ -66,12 +67,26 @@ func TestURLOpener(t *testing.T) {
 	require.Equal(t, "not json", string(reports[0].Raw))
 	mu.Unlock()
 
+	_, err = ms.SaveCheckpoint(ctx, "run", []byte(`{}`), 0)
+	require.NoError(t, err)
+	only, err := st.Session("checkpoints-only")
+	require.NoError(t, err)
+	_, err = only.(session.CheckpointStore).SaveCheckpoint(ctx, "run", []byte(`{}`), 0)
+	require.NoError(t, err)
+
 	ids, err := st.(adapters.Lister).ListSessions(ctx)
 	require.NoError(t, err)
-	require.Equal(t, []string{"a"}, ids)
+	require.Equal(t, []string{"a"}, ids, "a session holding only checkpoints has no session document: not listed")
 	names, err := ms.st.client.Database(db).ListCollectionNames(ctx, bson.D{})
 	require.NoError(t, err)
-	require.ElementsMatch(t, []string{"my_sessions", "my_messages"}, names, "the collection options are applied")
+	require.ElementsMatch(t, []string{"my_sessions", "my_messages", "my_checkpoints"}, names, "the collection options are applied")
+	r, ok := st.(interface {
+		RemoveSession(context.Context, string) error
+	})
+	require.True(t, ok)
+	require.NoError(t, r.RemoveSession(ctx, "checkpoints-only"))
+	_, _, err = only.(session.CheckpointStore).LoadCheckpoint(ctx, "run")
+	require.ErrorIs(t, err, session.ErrNoCheckpoint, "RemoveSession (sessionctl check's cleanup) removes the checkpoints")
 }
 
 // ReadOnly: reads create no collection and no index.
@@ -104,6 +119,7 @@ func TestURLOpenerRefuses(t *testing.T) {
 		"sessions_collection=a%00b", "sessions_collection=" + strings.Repeat("c", 121), "messages_collection=%ff",
 		"sessions_collection=.x", "sessions_collection=a;b", "sessions_colection=x", "replicaSett=rs0",
 		"ttl=soon", "max_batch_bytes=-1", "max_batch_bytes=99999999", "sessions_collection=x&messages_collection=x",
+		"checkpoints_collection=system.x", "checkpoints_collection=agent_messages", "checkpoints_collection=",
 	} {
 		_, err := adapters.Open(context.Background(), "mongodb://127.0.0.1:1/db?"+q)
 		require.ErrorIs(t, err, adapters.ErrInvalidDSN, q)
