@@ -66,8 +66,8 @@ func Example() {
 	}
 	fmt.Println("level", rep.Level)
 	// Output:
-	// contract: FULL, 25 passed, 0 failed, 1 skipped of 26
-	// contract (capabilities hidden): BASE, 19 passed, 0 failed, 7 skipped of 26
-	// held-write: FULL, 96 passed, 0 failed, 0 skipped of 96
+	// contract: FULL, 32 passed, 0 failed, 1 skipped of 33
+	// contract (capabilities hidden): BASE, 19 passed, 0 failed, 14 skipped of 33
+	// held-write: FULL, 144 passed, 0 failed, 0 skipped of 144
 	// level FULL
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -46,7 +47,16 @@ func texts(items []session.Item) []string {
 // session before and after; the same test against SQLite and Redis is in
 // cmd/sessionctl.
 func TestCheckLeavesTheStoreAsItWas(t *testing.T) {
-	h := newBroken(t, "memory with users' sessions", latestReplace|session.Caps(session.CapTTL), func(s session.Session) session.Session { return s })
+	var (
+		mu     sync.Mutex
+		probes = map[string]bool{}
+	)
+	h := newBroken(t, "memory with users' sessions", latestReplace|session.Caps(session.CapTTL)|checkpointCaps, func(s session.Session) session.Session {
+		mu.Lock()
+		probes[s.SessionID()] = true
+		mu.Unlock()
+		return s
+	})
 	ctx := context.Background()
 	for i, id := range []string{"user-a", "user:b {tag}", "agentsessions-check", conformance.ProbePrefix + "not-a-probe"} {
 		s, err := h.store.Session(id)
@@ -61,6 +71,15 @@ func TestCheckLeavesTheStoreAsItWas(t *testing.T) {
 	require.True(t, rep.OK(), rep.Summary())
 	require.Equal(t, conformance.LevelFull, rep.Level, rep.Summary())
 	require.Equal(t, before, memorySnapshot(t, h), "every session as it was, and no other")
+	// Clear keeps checkpoints: the check deletes those it saved.
+	require.NotEmpty(t, probes)
+	for id := range probes {
+		s, err := h.store.Session(id)
+		require.NoError(t, err)
+		names, err := s.(session.CheckpointStore).ListCheckpoints(ctx)
+		require.NoError(t, err)
+		require.Empty(t, names, "probe session %q keeps checkpoints", id)
+	}
 }
 
 // An interrupted check clears what it wrote too.

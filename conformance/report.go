@@ -131,20 +131,25 @@ func (r *Report) add(p part, h Harness, res []suite.Result) {
 		}
 	}
 	declared := p.harness(h).Declared()
+	graded := declared
 	if p.base != GroupBase {
-		declared = 0 // held-write grades no capability
+		graded = 0 // held-write grades no capability
 	}
-	pr.Level, pr.Reason = grade(all, pr.Clauses, p.base, declared, p.standard)
+	pr.Level, pr.Reason = grade(all, pr.Clauses, p.base, declared, graded, p.standard)
 	r.Passed += pr.Passed
 	r.Failed += pr.Failed
 	r.Skipped += pr.Skipped
 	r.Parts = append(r.Parts, pr)
 }
 
-// grade grades one part. A group passes when every clause of it (not only
+// grade grades one part: its required group, then the group of each
+// capability in graded. A group passes when every clause of it that
+// applies to the declared capabilities (suite.Clause.Applies: not only
 // those that ran) passed; a skip or a clause left out by Options.Run is no
-// pass.
-func grade(all []suite.Clause, res []ClauseResult, base Group, declared, standard session.Capabilities) (Level, string) {
+// pass. A clause that needs a capability the harness does not declare (a
+// held-write clause of the stored mode on a store without checkpoints,
+// checkpoints/ttl on a store without ttl) does not count.
+func grade(all []suite.Clause, res []ClauseResult, base Group, declared, graded, standard session.Capabilities) (Level, string) {
 	status := map[string]ClauseResult{}
 	for _, c := range res {
 		status[c.Name] = c
@@ -152,7 +157,7 @@ func grade(all []suite.Clause, res []ClauseResult, base Group, declared, standar
 	passed := func(g Group) (bool, string) {
 		n := 0
 		for _, cl := range all {
-			if cl.Group != g {
+			if cl.Group != g || !cl.Applies(declared) {
 				continue
 			}
 			n++
@@ -175,7 +180,7 @@ func grade(all []suite.Clause, res []ClauseResult, base Group, declared, standar
 		return LevelNone, why
 	}
 	anyCap, full, reason := false, true, ""
-	for _, c := range declared.List() {
+	for _, c := range graded.List() {
 		if ok, why := passed(suite.GroupFor(c)); ok {
 			anyCap = true
 		} else {

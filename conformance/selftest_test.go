@@ -355,15 +355,17 @@ func (s stopsAtCorrupt) Items(ctx context.Context) ([]session.Item, error) {
 }
 
 // contractOnly selects the contract's clauses.
-var contractOnly = regexp.MustCompile(`^(core|input|ids|corrupt|cancel|concurrency|capabilities|limit|replace|run-context|ttl)/`)
+var contractOnly = regexp.MustCompile(`^(core|input|ids|corrupt|cancel|concurrency|capabilities|limit|replace|run-context|ttl|checkpoints|checkpoint-commit)/`)
 
 // TestCheckGradesTheReferenceAdapterFull runs the whole suite, every part,
 // on a sound adapter declaring every capability the contract grades.
 func TestCheckGradesTheReferenceAdapterFull(t *testing.T) {
-	h := newBroken(t, "reference", latestReplace|session.Caps(session.CapRunContext, session.CapTTL),
-		func(s session.Session) session.Session { return awareTTL{aware{std{plain{s}}}, nil} })
+	h := newBroken(t, "reference", latestReplace|session.Caps(session.CapRunContext, session.CapTTL)|checkpointCaps,
+		func(s session.Session) session.Session {
+			return refCkpt{awareTTL{aware{std{plain{s}}}, nil}, ckptPart{committer(s)}}
+		})
 	h.wrapTTL = func(s session.Session, _ time.Duration) session.Session {
-		return awareTTL{aware{std{plain{s}}}, s.(session.Expirer)}
+		return refCkpt{awareTTL{aware{std{plain{s}}}, s.(session.Expirer)}, ckptPart{committer(s)}}
 	}
 	rep := conformance.Check(context.Background(), h, conformance.Options{})
 	require.True(t, rep.OK(), rep.Summary())
@@ -391,13 +393,16 @@ func TestCheckGradesTheReferenceAdapterFull(t *testing.T) {
 	var b strings.Builder
 	require.NoError(t, rep.WriteText(&b))
 	require.Regexp(t, `(?m)^contract +FULL +\d+ passed, 0 failed, 0 skipped of \d+$`, b.String())
-	require.Regexp(t, `(?m)^held-write +FULL +96 passed, 0 failed, 0 skipped of 96$`, b.String())
+	require.Regexp(t, `(?m)^held-write +FULL +144 passed, 0 failed, 0 skipped of 144$`, b.String())
 	require.Contains(t, b.String(), "\nlevel FULL\n")
 
 	bare := newBroken(t, "bare", 0, func(s session.Session) session.Session { return plain{s} })
 	rep = conformance.Check(context.Background(), bare, conformance.Options{})
 	require.True(t, rep.OK(), rep.Summary())
 	require.Equal(t, conformance.LevelBase, rep.Level, "no capabilities: BASE")
+	hw := rep.Part(conformance.PartHeldWrite)
+	require.Equal(t, conformance.LevelFull, hw.Level, "held-write without checkpoints: %s", hw.Reason)
+	require.Equal(t, 48, hw.Skipped, "the stored mode needs checkpoints, and does not count without them")
 }
 
 // A skipped base clause keeps the grade at NONE: nothing unverified

@@ -2,7 +2,8 @@
 // of clauses: reads oldest first, batches atomic and contiguous, pop and
 // clear, ids confined, corrupt records isolated and reported, cancellation,
 // concurrent writers, declared capabilities implemented (and the reverse),
-// latest-N, atomic replace, run-context awareness and TTL.
+// latest-N, atomic replace, run-context awareness, TTL, and run-state
+// checkpoints (versioned saves, and appends committed with a checkpoint).
 //
 // It imports neither runstate nor legacy. conformance.Run runs it on an
 // adapter twice: natively, and through HideCapabilities, which is how the
@@ -50,7 +51,21 @@ func Clauses() []suite.Clause {
 		capability("run-context/accepts", session.CapRunContext, clauseRunContext),
 		capability("ttl/expires-together", session.CapTTL, clauseTTL),
 		capability("ttl/refresh-on-write", session.CapTTL, clauseTTLRefresh),
+		capability("checkpoints/versioned-crud", session.CapCheckpoints, clauseCheckpointCRUD),
+		capability("checkpoints/stale-version-conflict", session.CapCheckpoints, clauseCheckpointStale),
+		capability("checkpoints/concurrent-saves", session.CapCheckpoints, clauseCheckpointConcurrent),
+		capability("checkpoints/isolated", session.CapCheckpoints, clauseCheckpointIsolated),
+		also(capability("checkpoints/ttl", session.CapCheckpoints, clauseCheckpointTTL), session.CapTTL),
+		capability("checkpoint-commit/atomic", session.CapCheckpointCommit, clauseCommitAtomic),
+		capability("checkpoint-commit/observed-atomically", session.CapCheckpointCommit, clauseCommitObserved),
 	}
+}
+
+// also makes cl need a second capability: where it is not declared the
+// clause does not apply (suite.Clause.Also).
+func also(cl suite.Clause, c session.Capability) suite.Clause {
+	cl.Also = c
+	return cl
 }
 
 // Shorthands over suite.C.

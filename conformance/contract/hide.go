@@ -9,11 +9,13 @@ import (
 )
 
 // HideCapabilities returns a harness whose sessions show only the five
-// methods of session.Session and that declares no capability, so the
-// contract runs again through the session package's fallbacks: the legacy
-// no-argument path. The harness's raw-write hook (driver.RawAppender) and
-// corrupt reports (suite.CorruptReporter) pass through; its TTL hook does
-// not, as no TTL is declared.
+// methods of session.Session and that declares no capability (the
+// checkpoint methods of session.CheckpointStore and CheckpointCommitter
+// are hidden with the others), so the contract runs again through the
+// session package's fallbacks: the legacy no-argument path. The
+// harness's raw-write hook (driver.RawAppender) and corrupt reports
+// (suite.CorruptReporter) pass through; its TTL hook does not, as no TTL
+// is declared.
 func HideCapabilities(h suite.Harness) suite.Harness {
 	base := hiddenHarness{h}
 	rw, okRaw := h.(driver.RawAppender)

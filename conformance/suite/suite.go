@@ -8,8 +8,8 @@
 //
 // Every session a clause touches has an id in the probe namespace
 // (ProbePrefix, then the run, the part and the clause), and every one of
-// them is cleared when the clause ends, whether it passed, failed, or was
-// interrupted.
+// them is cleared (its checkpoints deleted too) when the clause ends,
+// whether it passed, failed, or was interrupted.
 package suite
 
 import (
@@ -77,7 +77,29 @@ type Clause struct {
 	// Needs is the capability the clause checks; the clause is skipped
 	// when the harness does not declare it. Zero for required clauses.
 	Needs session.Capability
-	Run   func(c *C)
+	// Also, when set, is a second capability the clause needs (the
+	// checkpoints of a session that expires need ttl too).
+	//
+	// A harness that does not declare Needs and Also has nothing for the
+	// clause to check (Applies): the clause is skipped, and its group is
+	// graded without it.
+	Also session.Capability
+	Run  func(c *C)
+}
+
+// Applies reports whether the clause checks anything on a harness that
+// declares d: a required clause always does, a capability's clause when
+// its capabilities are declared.
+func (cl Clause) Applies(d session.Capabilities) bool {
+	return (cl.Needs == 0 || d.Has(cl.Needs)) && (cl.Also == 0 || d.Has(cl.Also))
+}
+
+// skipReason says why a clause that does not apply to d is skipped.
+func (cl Clause) skipReason(d session.Capabilities) string {
+	if cl.Needs != 0 && !d.Has(cl.Needs) {
+		return fmt.Sprintf("capability %s not declared", cl.Needs)
+	}
+	return fmt.Sprintf("capability %s not declared (the clause checks %s with %s)", cl.Also, cl.Needs, cl.Also)
 }
 
 // Status is a clause's outcome.
@@ -150,8 +172,8 @@ func Run(t *testing.T, h Harness, cs []Clause, opts Options) []Result {
 		t.Run(cl.Name, func(t *testing.T) {
 			rec := &recorder{inner: t}
 			defer func() { res = rec.result() }()
-			if cl.Needs != 0 && !h.Declared().Has(cl.Needs) {
-				rec.Skipf("capability %s not declared", cl.Needs)
+			if d := h.Declared(); !cl.Applies(d) {
+				rec.Skipf("%s", cl.skipReason(d))
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), opts.timeout())
 			defer cancel()
@@ -179,8 +201,8 @@ func Check(ctx context.Context, h Harness, cs []Clause, opts Options) []Result {
 			res.Status, res.Message = StatusSkip, "not run: "+context.Cause(ctx).Error()
 			out = append(out, res)
 			continue
-		case cl.Needs != 0 && !h.Declared().Has(cl.Needs):
-			res.Status, res.Message = StatusSkip, fmt.Sprintf("capability %s not declared", cl.Needs)
+		case !cl.Applies(h.Declared()):
+			res.Status, res.Message = StatusSkip, cl.skipReason(h.Declared())
 			out = append(out, res)
 			continue
 		}
@@ -264,7 +286,8 @@ func (c *C) Tracked() []string {
 	return ids
 }
 
-// cleanup clears every session the clause used, with a context that
+// cleanup clears every session the clause used (deleting its checkpoints
+// first, when it is a session.CheckpointStore), with a context that
 // outlives the clause's own (cancelled or timed out as it may be), and then
 // removes it when the harness is a Remover. A session it cannot clear
 // after three tries fails the clause: the check left data behind.
@@ -291,6 +314,19 @@ func (c *C) clear(ctx context.Context, id string) error {
 	s, err := c.h.Open(ctx, id)
 	if err != nil {
 		return fmt.Errorf("open: %w", err)
+	}
+	// Clear keeps a session's checkpoints: delete them first, whatever
+	// their version.
+	if cs, ok := s.(session.CheckpointStore); ok {
+		names, err := cs.ListCheckpoints(ctx)
+		if err != nil {
+			return fmt.Errorf("list checkpoints: %w", err)
+		}
+		for _, name := range names {
+			if err := cs.DeleteCheckpoint(ctx, name, session.AnyVersion); err != nil {
+				return fmt.Errorf("delete checkpoint %q: %w", name, err)
+			}
+		}
 	}
 	if err := s.Clear(ctx); err != nil {
 		return fmt.Errorf("clear: %w", err)
