@@ -53,6 +53,7 @@
 //
 //	sessions_table=<name>     table of session rows; default agent_sessions
 //	messages_table=<name>     table of items; default agent_messages
+//	checkpoints_table=<name>  table of run-state checkpoints; default agent_checkpoints
 //	busy_timeout=<duration>   how long a write waits for another connection's lock; default 5s
 //	synchronous=full|normal   fsync at every commit (full, the default: a commit survives a power loss) or at
 //	                          checkpoints only (normal: a commit survives a crash of the process, not of the machine)
@@ -92,6 +93,7 @@
 //	schema=<name>             schema of the tables; default none (the search_path decides)
 //	sessions_table=<name>     table of session rows; default agent_sessions
 //	messages_table=<name>     table of items; default agent_messages
+//	checkpoints_table=<name>  table of run-state checkpoints; default agent_checkpoints
 //
 // and pgx's and pgxpool's own (sslmode, connect_timeout, pool_max_conns,
 // application_name, …), validated by pgx.
