@@ -15,6 +15,15 @@ var callOutputTypes = map[string]string{
 	"tool_search_call": "tool_search_output",
 }
 
+// outputIDFallback lists the outputs whose call may be named in "id"
+// instead of "call_id": the API schema's local_shell_call_output (as
+// openai-go and the openai Python package type it) has no call_id and
+// names its local_shell_call's call_id in "id", while the Python Agents
+// SDK writes the call_id in "call_id". call_id wins when both are there.
+var outputIDFallback = map[string]bool{
+	"local_shell_call_output": true,
+}
+
 var outputCallTypes = func() map[string]string {
 	m := make(map[string]string, len(callOutputTypes))
 	for c, o := range callOutputTypes {
@@ -81,8 +90,10 @@ func CallKey(it session.Item) (PairKey, bool) {
 	return PairKey{t, id}, id != ""
 }
 
-// AnsweredKey returns the key of the call an output item answers. ok is
-// false for anything else, and for an output without a string id.
+// AnsweredKey returns the key of the call an output item answers: its
+// call_id, or for a local_shell_call_output without one its "id", as the
+// API schema names the call there. ok is false for anything else, and for
+// an output without a string id.
 func AnsweredKey(it session.Item) (PairKey, bool) {
 	t := it.Type()
 	if t == TypeMCPApprovalResponse {
@@ -93,8 +104,17 @@ func AnsweredKey(it session.Item) (PairKey, bool) {
 	if !ok {
 		return PairKey{}, false
 	}
-	id := it.CallID()
+	id := answeredID(it, t)
 	return PairKey{c, id}, id != ""
+}
+
+// answeredID is the id of the call an output of type t names.
+func answeredID(it session.Item, t string) string {
+	id := it.CallID()
+	if id == "" && outputIDFallback[t] {
+		id = it.ID()
+	}
+	return id
 }
 
 // PruneOptions narrows PruneOrphans.
@@ -223,7 +243,7 @@ func factsOf(items []session.Item) []facts {
 				f.call, f.tableCall = true, true
 				f.key = PairKey{f.typ, it.CallID()}
 			} else if c, ok := outputCallTypes[f.typ]; ok {
-				f.key = PairKey{c, it.CallID()}
+				f.key = PairKey{c, answeredID(it, f.typ)}
 				f.answers = f.key.ID != ""
 			}
 		}

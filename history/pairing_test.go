@@ -180,3 +180,52 @@ func TestPairingWithNonFiniteTokens(t *testing.T) {
 	require.Equal(t, []string{"function_call:a", "function_call_output:a"}, types(history.SafeWindow(items)))
 	require.Empty(t, history.Diagnose(items))
 }
+
+// inputTypes stores rows in a memory session and returns the types of
+// ModelInput's window of n.
+func inputTypes(t *testing.T, rows []string, n int) []string {
+	t.Helper()
+	ctx := context.Background()
+	s := newMem(t)
+	items, err := session.Items(rows...)
+	require.NoError(t, err)
+	require.NoError(t, s.AddItems(ctx, items))
+	got, err := history.ModelInput(ctx, s, n)
+	require.NoError(t, err)
+	return types(got)
+}
+
+// TestLocalShellOutputPairsOnID: the API schema's local_shell_call_output
+// names its call in "id" (the call's call_id), not in "call_id".
+func TestLocalShellOutputPairsOnID(t *testing.T) {
+	call := `{"type":"local_shell_call","id":"lsc_1","call_id":"call_1","status":"completed","action":{"type":"exec","command":["ls"],"env":{}}}`
+	schemaOutput := `{"type":"local_shell_call_output","id":"call_1","output":"a.txt"}`
+	runtimeOutput := `{"type":"local_shell_call_output","id":"lso_1","call_id":"call_1","output":"a.txt"}`
+	tests := []struct {
+		name string
+		rows []string
+		n    int
+		want []string
+	}{
+		{"the schema's shape pairs", []string{call, schemaOutput}, 2,
+			[]string{"local_shell_call:call_1lsc_1", "local_shell_call_output:call_1"}},
+		{"the Python runtime's shape pairs on call_id", []string{call, runtimeOutput}, 2,
+			[]string{"local_shell_call:call_1lsc_1", "local_shell_call_output:call_1lso_1"}},
+		{"a window cut between them drops the output", []string{call, schemaOutput}, 1, []string{}},
+		{"an output of another call does not pair", []string{call, `{"type":"local_shell_call_output","id":"call_2","output":"x"}`}, 2, []string{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, inputTypes(t, tc.rows, tc.n))
+		})
+	}
+	items, err := session.Items(call, schemaOutput)
+	require.NoError(t, err)
+	ck, ok := history.CallKey(items[0])
+	require.True(t, ok)
+	ak, ok := history.AnsweredKey(items[1])
+	require.True(t, ok)
+	require.Equal(t, ck, ak)
+	require.Empty(t, history.Diagnose(items))
+	require.Equal(t, []string{"local_shell_call:call_1lsc_1", "local_shell_call_output:call_1"}, types(history.SafeWindow(items)))
+}
