@@ -141,12 +141,24 @@ type PruneOptions struct {
 // is dropped.
 func PruneOrphans(items []session.Item, opts PruneOptions) []bool {
 	facts := factsOf(items)
-	keep := make([]bool, len(items))
+	keep := prune(facts, opts, nil)
+	dropReasoning(facts, keep, func(i int) bool { return !keep[i] })
+	return keep
+}
+
+// prune is PruneOrphans without its reasoning rule, over the items present
+// (all of them when present is nil): an absent item is not kept and
+// answers or names no call.
+func prune(facts []facts, opts PruneOptions, present []bool) []bool {
+	keep := make([]bool, len(facts))
 	outputs := make(map[PairKey]bool)
 	calls := make(map[PairKey]bool)
 	owned := make(map[string]int) // program call_id -> items it owns
 	anonOutputs := 0
-	for _, f := range facts {
+	for i, f := range facts {
+		if present != nil && !present[i] {
+			continue
+		}
 		switch {
 		case f.answers:
 			outputs[f.key] = true
@@ -158,6 +170,9 @@ func PruneOrphans(items []session.Item, opts PruneOptions) []bool {
 	}
 	var programs []int
 	for i, f := range facts {
+		if present != nil && !present[i] {
+			continue
+		}
 		keep[i] = true
 		eligible := opts.CallEligible == nil || opts.CallEligible(i)
 		if f.tableCall && eligible {
@@ -209,7 +224,6 @@ func PruneOrphans(items []session.Item, opts PruneOptions) []bool {
 			}
 		}
 	}
-	dropReasoning(facts, keep, func(i int) bool { return !keep[i] })
 	return keep
 }
 
@@ -222,6 +236,7 @@ type facts struct {
 	tableCall bool    // a call of the call/output table
 	answers   bool    // an output with a non-empty id
 	owner     string  // "caller"."caller_id", for items a program owns
+	boundary  bool    // a user, developer or system message: no response's item
 }
 
 // factsOf reads the facts of every item in one pass.
@@ -245,6 +260,8 @@ func factsOf(items []session.Item) []facts {
 			} else if c, ok := outputCallTypes[f.typ]; ok {
 				f.key = PairKey{c, answeredID(it, f.typ)}
 				f.answers = f.key.ID != ""
+			} else if f.typ == "" || f.typ == "message" {
+				f.boundary = isInputRole(it.Role())
 			}
 		}
 		f.hasID = f.key.ID != ""
@@ -283,6 +300,12 @@ func kept(items []session.Item, keep []bool) []session.Item {
 		}
 	}
 	return out
+}
+
+// isInputRole reports whether a message of role role is the caller's (a
+// user, developer or system message) rather than a response's.
+func isInputRole(role string) bool {
+	return role == "user" || role == "developer" || role == "system"
 }
 
 func callerID(it session.Item) string {
