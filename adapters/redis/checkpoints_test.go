@@ -47,7 +47,35 @@ func TestCheckpointKeyLayout(t *testing.T) {
 	py := newStore(t, standaloneClient(t), Options{Layout: LayoutPython})
 	ps, err := py.Session("a:{b}")
 	require.NoError(t, err)
-	require.Equal(t, "agents:session:a:{b}:checkpoints", ps.CheckpointKey())
+	require.Equal(t, "agents:session:a:{b}:checkpoints:messages:counter", ps.CheckpointKey())
+}
+
+// TestPythonCheckpointKeyConfined: in the Python layout, where ids are not
+// escaped, no two accepted ids share a key, checkpoint hashes included,
+// whatever suffixes the ids carry.
+func TestPythonCheckpointKeyConfined(t *testing.T) {
+	st := newStore(t, standaloneClient(t), Options{Layout: LayoutPython})
+	owner := map[string]string{}
+	suffixes := []string{"", ":checkpoints", ":checkpoints:messages", ":checkpoints:messages:counter", ":messages", ":counter",
+		":messages:counter", ":counter:messages", ":checkpoints:counter", ":x"}
+	for _, base := range hostileIDs {
+		for _, a := range suffixes {
+			for _, b := range suffixes {
+				id := base + a + b
+				s, err := st.Session(id)
+				if err != nil {
+					require.ErrorIs(t, err, session.ErrInvalidSessionID)
+					continue
+				}
+				for _, k := range sessionAllKeys(s) {
+					if other, ok := owner[k]; ok && other != id {
+						t.Fatalf("ids %q and %q share the key %q", other, id, k)
+					}
+					owner[k] = id
+				}
+			}
+		}
+	}
 }
 
 // TestAppendWithCheckpointStaleWritesNothing: a commit at a stale version
@@ -466,18 +494,19 @@ func TestMovePrefixCheckpoints(t *testing.T) {
 		from := DefaultPythonKeyPrefix + ":" + sub
 		require.True(t, prefixesOverlap(from, DefaultPythonKeyPrefix))
 		// A native session of an old store (written by hand: New refuses
-		// the prefix), and a Python-layout session "<sub>:{x}" whose
-		// checkpoint hash looks like native session "x"'s.
+		// the prefix), and a Python-layout session "<sub>:{x}:checkpoints"
+		// whose hash sits where native session "x"'s checkpoint hash would.
 		native := nativeKeys(from, "n")
 		require.NoError(t, c.RPush(ctx, native[0], `{"n":1}`).Err())
 		require.NoError(t, c.HSet(ctx, native[1], "session_id", "n").Err())
 		py := newStore(t, c, Options{Layout: LayoutPython})
-		ps, err := py.Session(sub + ":{x}")
+		pyID := sub + ":{x}:checkpoints"
+		ps, err := py.Session(pyID)
 		require.NoError(t, err)
-		t.Cleanup(func() { _ = py.RemoveSession(context.Background(), sub+":{x}") })
-		_, err = ps.AppendWithCheckpoint(ctx, conformance.Numbered("p", 1), "run", []byte(`{"py":1}`), 0)
-		require.NoError(t, err)
-		require.Equal(t, nativeCheckpointKey(from, "x"), ps.CheckpointKey())
+		t.Cleanup(func() { _ = py.RemoveSession(context.Background(), pyID) })
+		require.NoError(t, ps.AddItems(ctx, conformance.Numbered("p", 1)))
+		require.Equal(t, nativeCheckpointKey(from, "x"), ps.Keys()[1])
+		before := dumpKeys(t, c, sessionAllKeys(ps))
 
 		to := uniquePrefix(t)
 		moved, err := MovePrefix(ctx, c, from, to)
@@ -485,13 +514,12 @@ func TestMovePrefixCheckpoints(t *testing.T) {
 		require.Equal(t, 1, moved, "only the native session moves")
 		dst := newStore(t, c, Options{KeyPrefix: to})
 		t.Cleanup(func() { _ = dst.RemoveSession(context.Background(), "n") })
-		doc, _, err := ps.LoadCheckpoint(ctx, "run")
-		require.NoError(t, err, "the Python-layout session's checkpoints stay")
-		require.Equal(t, `{"py":1}`, string(doc))
+		require.Equal(t, before, dumpKeys(t, c, sessionAllKeys(ps)), "the Python-layout session stays, byte for byte")
 		x, err := dst.Session("x")
 		require.NoError(t, err)
-		_, _, err = x.LoadCheckpoint(ctx, "run")
-		require.ErrorIs(t, err, session.ErrNoCheckpoint)
+		n, err := c.Exists(ctx, sessionAllKeys(x)...).Result()
+		require.NoError(t, err)
+		require.Zero(t, n, "nothing was moved as native session x")
 	})
 }
 

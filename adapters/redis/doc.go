@@ -156,7 +156,8 @@
 //	<prefix>:<id>              hash: session_id, created_at (HSETNX), updated_at (Unix seconds)
 //	<prefix>:<id>:messages     list of JSON strings, oldest first
 //	<prefix>:<id>:counter      deleted by Clear and expired with the others, never written
-//	<prefix>:<id>:checkpoints  this package's checkpoint hash, as in the native layout
+//	<prefix>:<id>:checkpoints:messages:counter
+//	                           this package's checkpoint hash, as in the native layout
 //
 // with the Python SDK's default prefix, "agents:session"
 // (DefaultPythonKeyPrefix), and on every append the metadata Python
@@ -165,9 +166,12 @@
 // json.dumps(item, separators=(",", ":")); this adapter writes the item's
 // bytes exactly as it has them (the round trip is byte for byte), which
 // Python's json.loads reads just as well. Ids are not escaped in this
-// layout (the keys must match Python's), so an id ending in ":messages",
-// ":counter" or ":checkpoints", whose hash key would be another session's
-// key, is refused. The layout is refused on cluster clients
+// layout (the keys must match Python's), so an id ending in ":messages"
+// or ":counter", whose hash key would be another session's key, is
+// refused. The checkpoint hash's key ends in ":messages:counter" for the
+// same reason: it is a key only of ids the layout refuses (the hash of one
+// ending in ":counter", the counter of one ending in ":messages"), so no
+// accepted id reaches it, and no id is refused because of it. The layout is refused on cluster clients
 // (ErrClusterLayout): its keys share no hash tag, so they live in
 // different slots and no single atomic step can write them together.
 //

@@ -19,10 +19,10 @@ const (
 	pythonCounterSuffix  = ":counter"
 )
 
-// checkpointsSuffix ends the key of a session's checkpoint hash, in both
-// layouts: <prefix>:{<escaped id>}:checkpoints (native, in the session's
-// hash slot) and <prefix>:<id>:checkpoints (Python). The hash holds two
-// fields per checkpoint name:
+// checkpointsSuffix ends the key of a session's checkpoint hash in the
+// native layout, <prefix>:{<escaped id>}:checkpoints, in the session's hash
+// slot; pythonCheckpointsSuffix ends it in the Python layout (see
+// pythonCheckpointKey). The hash holds two fields per checkpoint name:
 //
 //	v:<name>   the version, a decimal integer (HINCRBY), at least 1
 //	d:<name>   the document, its bytes as given
@@ -33,10 +33,23 @@ const (
 // names back from the v: fields (HKEYS, no document read). The Python SDK
 // never reads or writes this key.
 const (
-	checkpointsSuffix = ":checkpoints"
-	versionField      = "v:"
-	documentField     = "d:"
+	checkpointsSuffix       = ":checkpoints"
+	pythonCheckpointsSuffix = checkpointsSuffix + pythonMessagesSuffix + pythonCounterSuffix
+	versionField            = "v:"
+	documentField           = "d:"
 )
+
+// pythonCheckpointKey returns the key of the checkpoint hash of the
+// Python-layout session whose hash key is base: base +
+// ":checkpoints:messages:counter". Every key under the prefix is some
+// Python-layout id's key, so this one is chosen to be only the keys of ids
+// the layout refuses: the hash key of an id ending in ":counter", and the
+// counter key of an id ending in ":messages" (no messages key ends in
+// ":counter"). No id the layout accepts, ":checkpoints" suffix and all,
+// names it, and no key of an accepted id is it. (The Python SDK's own
+// layout already breaks such ids: a Python id ending in ":messages" has
+// its hash key on another id's messages list.)
+func pythonCheckpointKey(base string) string { return base + pythonCheckpointsSuffix }
 
 // escapeID returns id with '%', '{', '}' and ':' percent-escaped (as %25,
 // %7B, %7D, %3A). The result never holds a brace, so it can sit between
@@ -132,10 +145,9 @@ func pythonKeys(prefix, id string) ([]string, error) {
 	// The Python layout cannot escape ids (it must match the Python SDK's
 	// keys byte for byte), so an id whose hash key would be another
 	// session's messages or counter key is refused instead.
-	if strings.HasSuffix(id, pythonMessagesSuffix) || strings.HasSuffix(id, pythonCounterSuffix) ||
-		strings.HasSuffix(id, checkpointsSuffix) {
-		return nil, fmt.Errorf("%w: in the Python layout an id ending in %q, %q or %q names another session's key",
-			session.ErrInvalidSessionID, pythonMessagesSuffix, pythonCounterSuffix, checkpointsSuffix)
+	if strings.HasSuffix(id, pythonMessagesSuffix) || strings.HasSuffix(id, pythonCounterSuffix) {
+		return nil, fmt.Errorf("%w: in the Python layout an id ending in %q or %q names another session's key",
+			session.ErrInvalidSessionID, pythonMessagesSuffix, pythonCounterSuffix)
 	}
 	base := prefix + ":" + id
 	return []string{base + pythonMessagesSuffix, base, base + pythonCounterSuffix}, nil

@@ -296,11 +296,11 @@ func TestPythonLayoutRefusals(t *testing.T) {
 	})
 	t.Run("ids naming another session's key", func(t *testing.T) {
 		st := newStore(t, standaloneClient(t), Options{Layout: LayoutPython})
-		for _, id := range []string{"a:messages", "a:counter", ":messages", "a:checkpoints", ":checkpoints"} {
+		for _, id := range []string{"a:messages", "a:counter", ":messages", "a:checkpoints:messages", "a:checkpoints:messages:counter"} {
 			_, err := st.Session(id)
 			require.True(t, errors.Is(err, session.ErrInvalidSessionID), "%q: %v", id, err)
 		}
-		for _, id := range []string{"a:message", "messages", "a:counter:x", "a:messages ", "a:checkpoint", "checkpoints", "a:checkpoints:x"} {
+		for _, id := range []string{"a:message", "messages", "a:counter:x", "a:messages ", "a:checkpoints", ":checkpoints", "a:checkpoints:x", "a:checkpoints:messages:x"} {
 			_, err := st.Session(id)
 			require.NoError(t, err, id)
 		}

@@ -62,9 +62,8 @@ func (st *Store) Options() Options { return st.opts }
 
 // Session returns a handle on session id. It fails with an error wrapping
 // session.ErrInvalidSessionID for the empty id (and, in the Python layout,
-// for an id ending in ":messages", ":counter" or ":checkpoints", whose hash
-// key would be another session's key), and with session.ErrClosed after
-// Close.
+// for an id ending in ":messages" or ":counter", whose hash key would be
+// another session's key), and with session.ErrClosed after Close.
 func (st *Store) Session(id string) (*Session, error) {
 	if err := driver.ValidateID(id); err != nil {
 		return nil, err
@@ -79,7 +78,7 @@ func (st *Store) Session(id string) (*Session, error) {
 		if keys, err = pythonKeys(st.opts.KeyPrefix, id); err != nil {
 			return nil, err
 		}
-		ckey = keys[1] + checkpointsSuffix
+		ckey = pythonCheckpointKey(keys[1])
 	} else {
 		keys = nativeKeys(st.opts.KeyPrefix, id)
 		ckey = nativeCheckpointKey(st.opts.KeyPrefix, id)
