@@ -10,7 +10,7 @@ import (
 )
 
 func init() {
-	commands["doctor"] = command{"diagnose every session (read-only): orphan outputs, duplicate outputs, unanswered calls, corrupt records", runDoctor}
+	commands["doctor"] = command{"diagnose every session (read-only): orphan outputs, duplicate outputs, unanswered calls, corrupt records, checkpoints' pending writes", runDoctor}
 	commands["repair"] = command{"move orphan outputs and unreadable records of a session to a quarantine session (-apply; default: show the change)", runRepair}
 }
 
@@ -37,7 +37,10 @@ type doctorSession struct {
 	Items          int           `json:"items"`
 	Problems       []problemJSON `json:"problems"`
 	CorruptRecords []corruptJSON `json:"corrupt_records"`
-	Error          string        `json:"error,omitempty"`
+	// Checkpoints are the findings about the session's run-state
+	// checkpoints (what the next resume does with each pending write).
+	Checkpoints []checkpointFinding `json:"checkpoints"`
+	Error       string              `json:"error,omitempty"`
 }
 
 // doctorReport is doctor's -json output.
@@ -73,9 +76,10 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		e.setStatus("%d of %d sessions diagnosed, %d with errors so far; nothing changed (doctor is read-only)", i, len(list), rep.SessionsWithErrors)
-		ds := doctorSession{SessionID: id, Problems: []problemJSON{}, CorruptRecords: []corruptJSON{}}
+		ds := doctorSession{SessionID: id, Problems: []problemJSON{}, CorruptRecords: []corruptJSON{}, Checkpoints: []checkpointFinding{}}
 		var items []session.Item
-		s, err := st.Session(id)
+		s, serr := st.Session(id)
+		err := serr
 		if err == nil {
 			items, err = session.All(ctx, s)
 		}
@@ -112,10 +116,32 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 				p.printf("error: session %s: unreadable record at %s (%d bytes, left in the store): %s", quoteID(id), sanitize(r.Position), len(r.Raw), oneLine(fmt.Sprint(r.Err)))
 			}
 		}
+		if serr == nil {
+			// After the corrupt-record reports are taken: the tail reads
+			// below may report the same records again.
+			fs, err := diagnoseCheckpoints(ctx, s)
+			if err != nil {
+				p.done()
+				return err
+			}
+			ds.Checkpoints = fs
+			for _, f := range fs {
+				if f.Severe {
+					severe++
+				}
+				if !*sf.json {
+					if f.Checkpoint == "" {
+						p.printf("%s: session %s: %s", f.Severity, quoteID(id), oneLine(f.Message))
+					} else {
+						p.printf("%s: session %s checkpoint %s (version %d): %s", f.Severity, quoteID(id), quoteID(f.Checkpoint), f.Version, oneLine(f.Message))
+					}
+				}
+			}
+		}
 		if severe > 0 {
 			rep.SessionsWithErrors++
 		}
-		if severe > 0 || len(problems) > 0 {
+		if severe > 0 || len(problems) > 0 || len(ds.Checkpoints) > 0 {
 			rep.Sessions = append(rep.Sessions, ds)
 		}
 		rep.SessionsChecked++

@@ -10,7 +10,7 @@ import (
 )
 
 func init() {
-	commands["inspect"] = command{"print a session's history and its health (read-only)", runInspect}
+	commands["inspect"] = command{"print a session's history, its health and its checkpoints (read-only)", runInspect}
 }
 
 // problemCallBeforeWindow marks, in a window read with -limit, an output
@@ -42,6 +42,12 @@ type inspectReport struct {
 	Items          []inspectItem `json:"items"`
 	Problems       []problemJSON `json:"problems"`
 	CorruptRecords []corruptJSON `json:"corrupt_records"`
+	// Checkpoints are the session's run-state checkpoints, by name; null
+	// when the store keeps none (no checkpoints capability).
+	Checkpoints []checkpointJSON `json:"checkpoints"`
+	// CheckpointError is why the checkpoints could not be listed (exit
+	// status 1).
+	CheckpointError string `json:"checkpoint_error,omitempty"`
 }
 
 func runInspect(ctx context.Context, e *env, args []string) error {
@@ -90,6 +96,10 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 		kept = history.PruneOrphans(items, history.PruneOptions{DropOrphanOutputs: true})
 	}
 	bad := corrupt.Reports(id)
+	cps, keepsCheckpoints, cpErr := readCheckpoints(ctx, s)
+	if cpErr != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
 	marks := map[int][]string{}
 	for _, p := range problems {
 		marks[p.Index] = append(marks[p.Index], string(p.Kind))
@@ -99,6 +109,19 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 		rep := inspectReport{Store: redactDSN(dsn), SessionID: id, Capabilities: session.Probe(s).String(),
 			Limit: *limit, Window: window, Items: make([]inspectItem, len(items)),
 			Problems: toProblemJSON(problems), CorruptRecords: toCorruptJSONs(bad)}
+		if keepsCheckpoints {
+			rep.Checkpoints = make([]checkpointJSON, len(cps))
+			for i, c := range cps {
+				rep.Checkpoints[i] = toCheckpointJSON(c)
+			}
+		}
+		if cpErr != nil {
+			rep.CheckpointError = cpErr.Error()
+			if err := writeJSON(e, rep); err != nil {
+				return err
+			}
+			return errFailed
+		}
 		for i, it := range items {
 			m := marks[i]
 			if m == nil {
@@ -131,6 +154,13 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	fmt.Fprintf(e.stdout, "%s (%d severe), %s\n", plural(len(problems), "problem", "problems"), severe, plural(len(bad), "unreadable record", "unreadable records"))
+	if cpErr != nil {
+		fmt.Fprintf(e.stdout, "cannot list checkpoints: %s\n", oneLine(cpErr.Error()))
+		return errFailed
+	}
+	if keepsCheckpoints {
+		printCheckpoints(e.stdout, id, cps, *width)
+	}
 	return nil
 }
 

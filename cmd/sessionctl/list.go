@@ -11,7 +11,7 @@ import (
 )
 
 func init() {
-	commands["list"] = command{"list the sessions of a store with item counts and sizes (read-only)", runList}
+	commands["list"] = command{"list the sessions of a store with item counts, sizes and checkpoints (read-only)", runList}
 }
 
 // listSession is one session in list's -json output. UpdatedAt (RFC 3339,
@@ -23,7 +23,22 @@ type listSession struct {
 	Bytes          int    `json:"bytes"`
 	CorruptRecords int    `json:"corrupt_records"`
 	UpdatedAt      string `json:"updated_at,omitempty"`
-	Error          string `json:"error,omitempty"`
+	// Checkpoint is the CHECKPOINT column: "-" (no checkpoint, or a store
+	// that keeps none), else the states of the session's checkpoints, most
+	// urgent first: unreadable, terminal, held, pending, none.
+	Checkpoint  string           `json:"checkpoint"`
+	Checkpoints []listCheckpoint `json:"checkpoints,omitempty"`
+	// CheckpointError is why the session's checkpoints could not be listed.
+	CheckpointError string `json:"checkpoint_error,omitempty"`
+	Error           string `json:"error,omitempty"`
+}
+
+// listCheckpoint is one checkpoint in list's -json output.
+type listCheckpoint struct {
+	Name    string `json:"name"`
+	Version int64  `json:"version"`
+	State   string `json:"state"`
+	Error   string `json:"error,omitempty"` // why it is unreadable
 }
 
 // listReport is list's -json output.
@@ -57,7 +72,8 @@ func runList(ctx context.Context, e *env, args []string) error {
 		e.setStatus("%d of %d sessions listed; nothing changed (list is read-only)", i, len(ids))
 		ls := listSession{SessionID: id}
 		var items []session.Item
-		s, err := st.Session(id)
+		s, serr := st.Session(id)
+		err := serr
 		if err == nil {
 			items, err = session.All(ctx, s)
 		}
@@ -74,6 +90,23 @@ func runList(ctx context.Context, e *env, args []string) error {
 			ls.Bytes += len(it.Bytes())
 		}
 		ls.CorruptRecords = len(corrupt.Reports(id))
+		ls.Checkpoint = cpAbsent
+		if serr == nil {
+			cps, _, err := readCheckpoints(ctx, s)
+			switch {
+			case err != nil && ctx.Err() != nil:
+				p.done()
+				return ctx.Err()
+			case err != nil:
+				ls.Checkpoint, ls.CheckpointError = cpUnreadable, err.Error()
+				failed++
+			default:
+				ls.Checkpoint = summarizeCheckpoints(cps)
+				for _, c := range cps {
+					ls.Checkpoints = append(ls.Checkpoints, listCheckpoint{Name: c.name, Version: c.version, State: c.state(), Error: c.errText()})
+				}
+			}
+		}
 		if ts, ok := st.(adapters.Timestamps); ok {
 			if t, found, err := ts.SessionTimes(ctx, id); err == nil && found && !t.Updated.IsZero() {
 				ls.UpdatedAt = t.Updated.UTC().Format(time.RFC3339)
@@ -88,20 +121,26 @@ func runList(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	} else {
-		fmt.Fprintf(e.stdout, "%-40s %8s %10s  %-20s  %s\n", "SESSION", "ITEMS", "BYTES", "UPDATED", "NOTES")
+		fmt.Fprintf(e.stdout, "%-40s %8s %10s  %-20s  %-15s  %s\n", "SESSION", "ITEMS", "BYTES", "UPDATED", "CHECKPOINT", "NOTES")
 		for _, ls := range rep.Sessions {
-			note := ""
+			var notes []string
 			if ls.CorruptRecords > 0 {
-				note = plural(ls.CorruptRecords, "unreadable record", "unreadable records") + " (run doctor)"
+				notes = append(notes, plural(ls.CorruptRecords, "unreadable record", "unreadable records")+" (run doctor)")
+			}
+			if n := unreadableCheckpoints(ls.Checkpoints); n > 0 {
+				notes = append(notes, plural(n, "unreadable checkpoint", "unreadable checkpoints")+" (run inspect)")
+			}
+			if ls.CheckpointError != "" {
+				notes = append(notes, "cannot list checkpoints: "+oneLine(ls.CheckpointError))
 			}
 			if ls.Error != "" {
-				note = "cannot read: " + oneLine(ls.Error)
+				notes = []string{"cannot read: " + oneLine(ls.Error)}
 			}
 			updated := ls.UpdatedAt
 			if updated == "" {
 				updated = "-"
 			}
-			line := fmt.Sprintf("%-40s %8d %10d  %-20s  %s", quoteID(truncate(ls.SessionID, 38)), ls.Items, ls.Bytes, updated, note)
+			line := fmt.Sprintf("%-40s %8d %10d  %-20s  %-15s  %s", quoteID(truncate(ls.SessionID, 38)), ls.Items, ls.Bytes, updated, ls.Checkpoint, strings.Join(notes, "; "))
 			fmt.Fprintln(e.stdout, strings.TrimRight(line, " "))
 		}
 		fmt.Fprintf(e.stdout, "%s\n", plural(len(rep.Sessions), "session", "sessions"))
@@ -110,4 +149,15 @@ func runList(ctx context.Context, e *env, args []string) error {
 		return errFailed
 	}
 	return nil
+}
+
+// unreadableCheckpoints counts the unreadable checkpoints of a session.
+func unreadableCheckpoints(cps []listCheckpoint) int {
+	n := 0
+	for _, c := range cps {
+		if c.State == cpUnreadable {
+			n++
+		}
+	}
+	return n
 }

@@ -1,9 +1,9 @@
 // Command sessionctl checks, inspects, repairs and migrates agent session
 // stores.
 //
-//	sessionctl list    [flags] URL     list sessions with item counts and sizes
-//	sessionctl inspect [flags] URL ID  print a session's history and its health
-//	sessionctl doctor  [flags] URL     diagnose every session: orphan outputs, corrupt records
+//	sessionctl list    [flags] URL     list sessions with item counts, sizes and checkpoints
+//	sessionctl inspect [flags] URL ID  print a session's history, its health and its checkpoints
+//	sessionctl doctor  [flags] URL     diagnose every session: orphan outputs, corrupt records, pending writes
 //	sessionctl repair  [flags] URL ID  move orphan outputs and unreadable records to a quarantine session
 //	sessionctl migrate [flags] --from URL --to URL [--session ID…]
 //	sessionctl check   [flags] [URL]   run the conformance suite against a store
