@@ -8,8 +8,8 @@ GO          ?= go
 STATICCHECK ?= staticcheck
 LAUNCHER    := internal/testservers/launcher
 # Modules of their own, so that their dependencies never enter the library's
-# go.mod: the OpenTelemetry wrapper.
-NESTED      := otelsession
+# go.mod: the OpenTelemetry wrapper and the framework integrations.
+NESTED      := otelsession integrations/eino
 PKGS        := ./...
 
 .PHONY: test vet lint bench fuzz launcher reliability chart
