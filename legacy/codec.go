@@ -26,8 +26,19 @@ type Codec[T any] interface {
 // When *T implements json.Marshaler or json.Unmarshaler it is called
 // directly, without encoding/json's compaction and HTML escaping, so a T
 // that keeps raw bytes (json.RawMessage, session.Item) round-trips byte for
-// byte. Other types, such as openai-go's param unions (which marshal to
-// JSON) or plain structs, go through json.Marshal and json.Unmarshal.
+// byte. Other types go through json.Marshal and json.Unmarshal, and keep
+// only what their Go type models.
+//
+// Use it with json.RawMessage or session.Item. Over openai-go's
+// responses.ResponseInputItemUnionParam it is lossy: that union does not
+// decode an input message written without "type" (the SDK's own
+// {"content":"hi","role":"user"}), so every such stored item is reported as
+// an unreadable record and hidden, and the items it does decode lose what
+// the union does not model (an assistant message's id and status, explicit
+// nulls, unknown members, number precision). For that item type use the
+// Codec of github.com/agentsessions/sessions/integrations/openaigo, which
+// keeps each item's raw JSON both ways; code built on openai-go keeps its
+// history with that package's History.
 type JSONCodec[T any] struct{}
 
 // Encode marshals v and checks that the result is one JSON object.

@@ -12,9 +12,9 @@ import (
 )
 
 // chatLog is a session of github.com/nlpodyssey/openai-agents-go's shape,
-// as code written for that library has them (there the item type is
-// openai-go's responses.ResponseInputItemUnionParam and the session is,
-// for example, its memory.SQLiteSession).
+// as code written for that library has them (the session is, for example,
+// its memory.SQLiteSession), over json.RawMessage items, which keep every
+// item byte for byte.
 type chatLog struct {
 	id    string
 	mu    sync.Mutex
@@ -55,8 +55,8 @@ func (c *chatLog) ClearSession(context.Context) error {
 
 func ExampleFromLimitSession() {
 	ctx := context.Background()
-	// With nlpodyssey's own sessions this reads
-	// legacy.FromLimitSession[responses.ResponseInputItemUnionParam](sqliteSession, nil).
+	// Over openai-go's responses.ResponseInputItemUnionParam, pass
+	// integrations/openaigo's Codec: JSONCodec loses items there.
 	s := legacy.FromLimitSession[json.RawMessage](&chatLog{id: "chat-1"}, nil)
 
 	err := session.Append(ctx, s, []session.Item{

@@ -10,9 +10,12 @@ import (
 )
 
 // LimitSession is the session shape of github.com/nlpodyssey/openai-agents-go's
-// memory.Session, generic over its item type T (there T is openai-go's
-// responses.ResponseInputItemUnionParam; json.RawMessage or session.Item
-// work as well). Every method takes a context, SessionID included;
+// memory.Session, generic over its item type T. Instantiate it with
+// json.RawMessage or session.Item, which keep items byte for byte. That
+// library's own T, openai-go's responses.ResponseInputItemUnionParam, loses
+// items through JSONCodec (see there); with it, pass the lossless Codec of
+// github.com/agentsessions/sessions/integrations/openaigo. Every method
+// takes a context, SessionID included;
 // GetItems takes a limit where limit <= 0 means every item; PopItem
 // returns nil when the session is empty.
 //

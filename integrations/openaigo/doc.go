@@ -1,0 +1,76 @@
+// Package openaigo keeps the history of an agent built on the official Go
+// client, github.com/openai/openai-go/v3 (package responses), in any
+// session.Session: every adapter of github.com/agentsessions/sessions and
+// the encrypted and otelsession wrappers. It is a module of its own, so
+// that the library's go.mod never requires openai-go.
+//
+// # The history
+//
+// A History appends what the caller sends and what the API answers, as
+// their JSON bytes, and builds the next request's input from
+// history.ModelInput, which never sends an output whose call fell out of
+// the window:
+//
+//	h := openaigo.New(s, openaigo.Options{Window: 50}) // 0: every item
+//	err := h.AddJSON(ctx, json.RawMessage(`{"role":"user","content":"Weather in Paris?"}`))
+//	params, err := h.Params(ctx, responses.ResponseNewParams{Model: "gpt-5"})
+//	resp, err := client.Responses.New(ctx, params)
+//	err = h.AddResponse(ctx, resp)                      // resp.Output[i].RawJSON(), byte for byte
+//	err = h.AddInput(ctx, toolOutputs...)               // []responses.ResponseInputItemUnionParam
+//
+// Input items go to openai-go as param.Override of their stored bytes
+// (InputParam); openai-go's encoder compacts insignificant white space and
+// changes nothing else, so an item the API sent goes back byte for byte.
+//
+// # Why not the typed path
+//
+// The typed path (json.Unmarshal of a stored item into
+// responses.ResponseInputItemUnionParam, then openai-go's encoding) is not
+// used, in either direction, because it does not keep items. Measured over
+// the 66 item fixtures of testdata/items.jsonl (every type of history's
+// pairing table, all 28 output item types openai-go v3.102.0 decodes, and
+// the shapes below; TestTypedPathLosses):
+//
+//   - 8 fail to load: every input message written without "type", the
+//     SDK's own {"content":"hi","role":"user"} first ("apijson: was not able
+//     to find discriminated union variant");
+//   - 21 are sent with members lost or changed: an explicit null dropped
+//     (9), an assistant message's id and status (5, and the API then cannot
+//     pair the message with its reasoning item), created_by (5), members
+//     openai-go does not know (2), a local_shell_call_output's call_id
+//     turned into an empty id, 12345678901234567890 sent as
+//     12345678901234567000 and 0.1000000000000000055511151231257827 as 0.1;
+//   - 36 are sent with the same members in another order;
+//   - 1 is sent unchanged.
+//
+// The raw path sends 65 of the 66 byte for byte and the 66th (written with
+// spaces) compacted, and every adapter keeps all 66 byte for byte
+// (TestFixtureRoundTrip, TestFixtureWire).
+//
+// # Approvals
+//
+// The approval flow is runstate.Run's, driven with openai-go's types
+// (Turn, Interrupt, AwaitingCalls, Output, Finish, RunInput): a response
+// whose calls need a human parks on the run's checkpoint, kept in the
+// session's own store (session.CheckpointStore); under output guardrails
+// the response's items ride the checkpoint, not the session, until the
+// approvals come back:
+//
+//	opts := runstate.Options{OutputGuardrails: true, ToolUse: runstate.ToolUseStopOnFirstTool}
+//	run, err := runstate.Open(ctx, s, opts)
+//	items, err := openaigo.OutputItems(resp)
+//	if ids := openaigo.NeedsApproval(items, needsHuman); len(ids) > 0 {
+//		err = openaigo.Interrupt(ctx, run, resp, ids) // the process may exit
+//	}
+//	// later, in any process:
+//	run, err = runstate.Open(ctx, s, opts)             // recovers what a killed process left
+//	calls, err := openaigo.AwaitingCalls(ctx, run, s)
+//	for _, c := range calls { err = openaigo.Output(ctx, run, outputOf(c)) } // once approved and run
+//	err = run.Settle(ctx)                              // calls and outputs land in one ordered append
+//	// the next model call, then openaigo.Finish(ctx, run, resp)
+//
+// Items that rode a checkpoint document come back from it with sorted keys
+// (the document is written in the Python RunState layout), so a withheld
+// response resumed by another process lands JSON-equal to what the API
+// sent, not byte-identical; resumed in the same process it lands as sent.
+package openaigo

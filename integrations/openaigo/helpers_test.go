@@ -1,0 +1,165 @@
+package openaigo_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/agentsessions/sessions/adapters"
+	"github.com/agentsessions/sessions/adapters/memory"
+	_ "github.com/agentsessions/sessions/adapters/sqlite"
+	"github.com/agentsessions/sessions/encrypted"
+	"github.com/agentsessions/sessions/otelsession"
+	"github.com/agentsessions/sessions/session"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envApprovalChild) != "" {
+		// A crash-loop child is killed mid-run: leak checks mean nothing there.
+		os.Exit(m.Run())
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// fixtureLines returns testdata/items.jsonl's lines, byte for byte (split
+// on '\n' only: a line may hold U+2028).
+func fixtureLines(t testing.TB) [][]byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "items.jsonl"))
+	require.NoError(t, err)
+	var out [][]byte
+	for line := range bytes.SplitSeq(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
+		out = append(out, line)
+	}
+	return out
+}
+
+// fixtures returns the fixture items.
+func fixtures(t testing.TB) []session.Item {
+	t.Helper()
+	var out []session.Item
+	for i, line := range fixtureLines(t) {
+		it, err := session.NewItem(line)
+		require.NoError(t, err, "fixture line %d", i+1)
+		out = append(out, it)
+	}
+	return out
+}
+
+// texts returns the items' bytes as strings.
+func texts(items []session.Item) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = string(it.Bytes())
+	}
+	return out
+}
+
+// compact returns b with insignificant white space removed.
+func compact(t testing.TB, b []byte) string {
+	t.Helper()
+	var buf bytes.Buffer
+	require.NoError(t, json.Compact(&buf, b))
+	return buf.String()
+}
+
+// backend opens sessions of one kind of store; reopen returns a fresh
+// handle on the same data (a process restart), or the same store when the
+// data lives in the process.
+type backend struct {
+	name string
+	open func(t *testing.T) (sess func(id string) session.Session, reopen func() func(id string) session.Session)
+}
+
+func sqliteURL(t *testing.T) string {
+	return "sqlite://" + filepath.Join(t.TempDir(), "agent.db")
+}
+
+// openURL opens dsn and returns its session function, closing the store
+// at the end of the test.
+func openURL(t *testing.T, dsn string, wrap func(session.Session) session.Session) func(id string) session.Session {
+	t.Helper()
+	st, err := adapters.Open(context.Background(), dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	return func(id string) session.Session {
+		s, err := st.Session(id)
+		require.NoError(t, err)
+		if wrap != nil {
+			s = wrap(s)
+		}
+		return s
+	}
+}
+
+func encryptedWrap(t *testing.T) func(session.Session) session.Session {
+	return func(s session.Session) session.Session {
+		e, err := encrypted.New(s, encrypted.Options{Keys: []encrypted.Key{{Secret: "correct horse battery staple"}}})
+		require.NoError(t, err)
+		return e
+	}
+}
+
+func otelWrap(s session.Session) session.Session {
+	return otelsession.Wrap(s, otelsession.Options{Backend: "sqlite"})
+}
+
+func backends() []backend {
+	onFile := func(wrap func(t *testing.T) func(session.Session) session.Session) func(t *testing.T) (func(string) session.Session, func() func(string) session.Session) {
+		return func(t *testing.T) (func(string) session.Session, func() func(string) session.Session) {
+			dsn := sqliteURL(t)
+			var w func(session.Session) session.Session
+			if wrap != nil {
+				w = wrap(t)
+			}
+			return openURL(t, dsn, w), func() func(string) session.Session { return openURL(t, dsn, w) }
+		}
+	}
+	return []backend{
+		{"memory", func(t *testing.T) (func(string) session.Session, func() func(string) session.Session) {
+			st := memory.New(memory.Options{})
+			f := func(id string) session.Session {
+				s, err := st.Session(id)
+				require.NoError(t, err)
+				return s
+			}
+			return f, func() func(string) session.Session { return f }
+		}},
+		{"sqlite", onFile(nil)},
+		{"encrypted+sqlite", onFile(encryptedWrap)},
+		{"otelsession+sqlite", onFile(func(*testing.T) func(session.Session) session.Session { return otelWrap })},
+	}
+}
+
+// readLines reads a file of lines.
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	require.NoError(t, err)
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		out = append(out, sc.Text())
+	}
+	require.NoError(t, sc.Err())
+	return out
+}
+
+// memSession returns a session of a new memory store.
+func memSession(t testing.TB, id string) session.Session {
+	t.Helper()
+	s, err := memory.New(memory.Options{}).Session(id)
+	require.NoError(t, err)
+	return s
+}
