@@ -9,7 +9,7 @@ STATICCHECK ?= staticcheck
 LAUNCHER    := internal/testservers/launcher
 # Modules of their own, so that their dependencies never enter the library's
 # go.mod: the OpenTelemetry wrapper and the framework integrations.
-NESTED      := otelsession integrations/eino
+NESTED      := otelsession integrations/eino integrations/openaigo
 PKGS        := ./...
 
 .PHONY: test vet lint bench fuzz launcher reliability chart
