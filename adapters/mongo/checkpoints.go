@@ -2,6 +2,8 @@ package mongo
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -40,18 +42,24 @@ const (
 	fCkptDocument = "document" // the document's bytes, BSON binary; absent in a tombstone
 	fCkptDeleted  = "deleted"  // true in a tombstone: the checkpoint was deleted at this version
 	fCkptPending  = "pending"  // true until the save that inserted the version commits it
+	fCkptOwner    = "owner"    // while pending: the token of the save that inserted it
 )
 
 // pendingTimeout is how old a pending version must be before another save
-// that finds it in its way deletes it: the save that inserted it crashed
-// (or lost its connection) between its insert and its commit. A save
-// makes its commit within cleanupContext's 30 seconds of its insert or
-// not at all, so a version this old is abandoned.
-const pendingTimeout = 2 * time.Minute
+// that finds it in its way takes it over (deletes it and inserts its own):
+// the save that inserted it most likely died (a process killed, a lost
+// connection) between its insert and its commit, which are a few round
+// trips apart. Should that save still be running, its commit and its
+// cleanup name its owner token, so they match nothing once the version is
+// taken over: it reports a conflict, never a save it lost. Keep the clocks
+// of the processes sharing a store within a fraction of this.
+const pendingTimeout = 3 * time.Second
 
 // pendingWait bounds how long a save whose version is pending in another
-// save waits for that save's outcome before it reports a conflict.
-const pendingWait = 5 * time.Second
+// save waits for that save's outcome before it reports a conflict; it is
+// longer than pendingTimeout, so a version a dead save left is taken over
+// by the save that waits for it.
+const pendingWait = 8 * time.Second
 
 // maxCkptAttempts bounds the retries of a save or delete at AnyVersion that
 // loses its insert to a concurrent save.
@@ -304,12 +312,16 @@ func (s *Session) writeCkpt(ctx context.Context, op, name string, doc []byte, ve
 			}
 		}
 		next := base + 1
-		won, err := s.insertCkpt(ctx, name, next, doc, view.now)
+		owner, err := newOwner()
+		if err != nil {
+			return fail(err)
+		}
+		won, err := s.insertCkpt(ctx, name, next, doc, view.now, owner)
 		if err != nil {
 			return fail(err)
 		}
 		if won {
-			done, err := s.commitCkpt(ctx, view, name, base, next, version > 0)
+			done, err := s.commitCkpt(ctx, view, name, base, next, version > 0, owner)
 			if err != nil {
 				return fail(err)
 			}
@@ -331,10 +343,10 @@ func (s *Session) writeCkpt(ctx context.Context, op, name string, doc []byte, ve
 // below it. done is false, with the pending version deleted, when the
 // check fails: the save conflicts. Once the insert is made the steps run
 // to completion even if ctx is cancelled.
-func (s *Session) commitCkpt(ctx context.Context, view *ckptView, name string, base, next int64, strict bool) (done bool, err error) {
+func (s *Session) commitCkpt(ctx context.Context, view *ckptView, name string, base, next int64, strict bool, owner string) (done bool, err error) {
 	cctx, cancel := cleanupContext(ctx)
 	defer cancel()
-	mine := bson.D{{Key: "_id", Value: ckptID(s.id, name, next)}, byID(s.id)}
+	mine := bson.D{{Key: "_id", Value: ckptID(s.id, name, next)}, byID(s.id), {Key: fCkptOwner, Value: owner}}
 	ok, err := s.checkCkpt(cctx, view, name, base, next, strict)
 	if err != nil || !ok {
 		if _, derr := s.st.checkpoints.DeleteOne(cctx, append(mine, bson.E{Key: fCkptPending, Value: true})); derr != nil && err == nil {
@@ -346,12 +358,12 @@ func (s *Session) commitCkpt(ctx context.Context, view *ckptView, name string, b
 		return false, nil
 	}
 	res, err := s.st.checkpoints.UpdateOne(cctx, append(mine, bson.E{Key: fCkptPending, Value: true}),
-		bson.D{{Key: "$unset", Value: bson.D{{Key: fCkptPending, Value: ""}}}})
+		bson.D{{Key: "$unset", Value: bson.D{{Key: fCkptPending, Value: ""}, {Key: fCkptOwner, Value: ""}}}})
 	if err != nil {
 		return false, fmt.Errorf("commit version %d (it may or may not be committed): %w", next, err)
 	}
 	if res.MatchedCount == 0 {
-		return false, nil // deleted as abandoned meanwhile (see pendingTimeout)
+		return false, nil // taken over as abandoned meanwhile (see pendingTimeout)
 	}
 	if _, err := s.st.checkpoints.DeleteMany(cctx, s.ckptFilter(&name,
 		bson.E{Key: fCkptVersion, Value: bson.D{{Key: "$lt", Value: next}}}, committed)); err != nil {
@@ -406,7 +418,7 @@ func (s *Session) checkCkpt(ctx context.Context, view *ckptView, name string, ba
 // is tried again. A pending version abandoned by a save that stopped
 // before committing (older than pendingTimeout) is deleted, and the
 // insert tried again.
-func (s *Session) insertCkpt(ctx context.Context, name string, v int64, doc []byte, now time.Time) (won bool, err error) {
+func (s *Session) insertCkpt(ctx context.Context, name string, v int64, doc []byte, now time.Time, owner string) (won bool, err error) {
 	id := ckptID(s.id, name, v)
 	d := bson.D{
 		{Key: "_id", Value: id},
@@ -414,6 +426,7 @@ func (s *Session) insertCkpt(ctx context.Context, name string, v int64, doc []by
 		{Key: fCkptName, Value: name},
 		{Key: fCkptVersion, Value: v},
 		{Key: fCkptPending, Value: true},
+		{Key: fCkptOwner, Value: owner},
 	}
 	if doc != nil {
 		d = append(d, bson.E{Key: fCkptDocument, Value: bson.Binary{Subtype: bson.TypeBinaryGeneric, Data: doc}})
@@ -445,7 +458,7 @@ func (s *Session) insertCkpt(ctx context.Context, name string, v int64, doc []by
 				// Deleted: its save conflicted. Insert again.
 			case !in.Pending:
 				return false, nil
-			case now.Sub(in.UpdatedAt) >= pendingTimeout:
+			case s.st.now().Sub(in.UpdatedAt) >= pendingTimeout:
 				res, err := s.st.checkpoints.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}, byID(s.id),
 					{Key: fCkptPending, Value: true}, {Key: fUpdatedAt, Value: in.UpdatedAt}})
 				if err != nil {
@@ -592,6 +605,13 @@ func (st *Store) ensureCheckpointIndexes(ctx context.Context) error {
 	}
 	indexMu.Lock()
 	defer indexMu.Unlock()
+	return st.createCheckpointIndex(ctx)
+}
+
+// createCheckpointIndex makes the checkpoints index; the caller holds
+// indexMu. ensureIndexes makes it with the others, so that a store's
+// first use creates every collection and index the adapter has.
+func (st *Store) createCheckpointIndex(ctx context.Context) error {
 	if err := retryNetwork(ctx, func() error {
 		_, err := st.checkpoints.Indexes().CreateOne(ctx, mongodrv.IndexModel{
 			Keys: bson.D{{Key: fSessionID, Value: 1}, {Key: fCkptName, Value: 1}, {Key: fCkptVersion, Value: -1}},
@@ -604,6 +624,16 @@ func (st *Store) ensureCheckpointIndexes(ctx context.Context) error {
 	st.ckIdxDone = true
 	st.idxMu.Unlock()
 	return nil
+}
+
+// newOwner returns a save's owner token: random, so that no other save
+// ever holds it.
+func newOwner() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("owner token: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
 }
 
 // validCheckpointName refuses the empty name, and a name that is not

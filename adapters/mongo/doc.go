@@ -178,9 +178,12 @@
 // committed versions, and nobody saves from a pending one, so a version
 // above a pending one can only be older than it. Once committed, the older
 // versions are deleted. A save that finds its version pending waits for
-// that save's outcome (at most 5 seconds) before it answers, and deletes
-// a version left pending by a save that stopped before committing once it
-// is two minutes old. A delete commits a tombstone ({deleted: true}, no
+// that save's outcome (at most 8 seconds) before it answers, and takes
+// over a version left pending once it is 3 seconds old (its save most
+// likely died between insert and commit, as a killed process does); each
+// pending version carries its save's random owner token, which that
+// save's commit names, so a save whose version was taken over reports a
+// conflict, never a save it lost. A delete commits a tombstone ({deleted: true}, no
 // document) as the next version: a later save at version 0 creates the
 // checkpoint again above it, and a save from a version before the delete
 // stays a conflict. The current checkpoint of a name is its newest

@@ -219,6 +219,9 @@ func (st *Store) ensureIndexes(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("create the {session_id, generation, seq} index: %w", err)
 	}
+	if err := st.createCheckpointIndex(ctx); err != nil {
+		return err
+	}
 	var ttlErr error
 	if st.opts.TTL > 0 {
 		ttlErr = st.createTTLIndexes(ctx)
