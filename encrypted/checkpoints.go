@@ -86,11 +86,7 @@ func (s *encSession) decryptDoc(doc []byte) ([]byte, error) {
 	if err != nil {
 		return fail(err)
 	}
-	key, known := s.keys[kid]
-	if !known {
-		return fail(ErrUnknownKey)
-	}
-	plain, err := fernetDecrypt(key, token, s.ttl, s.now())
+	plain, err := s.open(kid, token)
 	if err != nil {
 		return fail(err)
 	}

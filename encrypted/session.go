@@ -199,11 +199,7 @@ func (s *encSession) decrypt(it session.Item, pos int) (session.Item, error) {
 	if err != nil {
 		return fail(err)
 	}
-	key, known := s.keys[kid]
-	if !known {
-		return fail(ErrUnknownKey)
-	}
-	plain, err := fernetDecrypt(key, token, s.ttl, s.now())
+	plain, err := s.open(kid, token)
 	if err != nil {
 		return fail(err)
 	}
@@ -212,4 +208,13 @@ func (s *encSession) decrypt(it session.Item, pos int) (session.Item, error) {
 		return fail(err)
 	}
 	return item, nil
+}
+
+// open decrypts an envelope's token with the key its id names.
+func (s *encSession) open(kid, token string) ([]byte, error) {
+	key, known := s.keys[kid]
+	if !known {
+		return nil, ErrUnknownKey
+	}
+	return fernetDecrypt(key, token, s.ttl, s.now())
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 var _ session.CheckpointCommitter = (*Session)(nil)
@@ -118,11 +119,8 @@ func (s *Session) ListCheckpoints(ctx context.Context) ([]string, error) {
 
 // validCheckpoint refuses an empty name or document.
 func validCheckpoint(name string, doc []byte) error {
-	if name == "" {
-		return fmt.Errorf("memory: %w: empty checkpoint name", session.ErrInvalidSessionID)
-	}
-	if len(doc) == 0 {
-		return fmt.Errorf("memory: empty checkpoint document")
+	if err := driver.ValidateCheckpoint(name, doc); err != nil {
+		return fmt.Errorf("memory: %w", err)
 	}
 	return nil
 }

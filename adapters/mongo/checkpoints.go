@@ -17,6 +17,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 // Checkpoints: see "Checkpoints" in the package documentation. In short,
@@ -639,8 +640,8 @@ func newOwner() (string, error) {
 // validCheckpointName refuses the empty name, and a name that is not
 // valid UTF-8 (BSON strings are UTF-8: the driver would store it altered).
 func validCheckpointName(name string) error {
-	if name == "" {
-		return fmt.Errorf("mongo: %w: empty checkpoint name", session.ErrInvalidSessionID)
+	if err := driver.ValidateCheckpointName(name); err != nil {
+		return fmt.Errorf("mongo: %w", err)
 	}
 	if !utf8.ValidString(name) {
 		return fmt.Errorf("mongo: %w: checkpoint name %q is not valid UTF-8, which BSON strings must be", session.ErrInvalidSessionID, name)

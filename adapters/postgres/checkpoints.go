@@ -414,18 +414,15 @@ func (st *Store) RemoveSession(ctx context.Context, id string) error {
 
 // validCheckpoint refuses an empty name or document.
 func validCheckpoint(name string, doc []byte) error {
-	if err := validCheckpointName(name); err != nil {
-		return err
-	}
-	if len(doc) == 0 {
-		return fmt.Errorf("postgres: empty document for checkpoint %q", name)
+	if err := driver.ValidateCheckpoint(name, doc); err != nil {
+		return fmt.Errorf("postgres: %w", err)
 	}
 	return nil
 }
 
 func validCheckpointName(name string) error {
-	if name == "" {
-		return fmt.Errorf("postgres: %w: empty checkpoint name", session.ErrInvalidSessionID)
+	if err := driver.ValidateCheckpointName(name); err != nil {
+		return fmt.Errorf("postgres: %w", err)
 	}
 	return nil
 }

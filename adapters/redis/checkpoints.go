@@ -180,19 +180,16 @@ func casReply(res []any) (ok bool, version int64, err error) {
 
 // validCheckpointName refuses the empty name.
 func validCheckpointName(name string) error {
-	if name == "" {
-		return fmt.Errorf("redis: %w: empty checkpoint name", session.ErrInvalidSessionID)
+	if err := driver.ValidateCheckpointName(name); err != nil {
+		return fmt.Errorf("redis: %w", err)
 	}
 	return nil
 }
 
 // validCheckpoint refuses an empty name or document.
 func validCheckpoint(name string, doc []byte) error {
-	if err := validCheckpointName(name); err != nil {
-		return err
-	}
-	if len(doc) == 0 {
-		return fmt.Errorf("redis: checkpoint %q: empty document", name)
+	if err := driver.ValidateCheckpoint(name, doc); err != nil {
+		return fmt.Errorf("redis: %w", err)
 	}
 	return nil
 }

@@ -42,3 +42,26 @@ func ValidateID(id string) error {
 // ValidateBatch checks that every item of a batch is a JSON object, so that
 // an adapter can reject a bad batch before writing anything.
 func ValidateBatch(items []session.Item) error { return owned.ValidateBatch(items) }
+
+// ValidateCheckpointName returns an error wrapping
+// session.ErrInvalidSessionID when name cannot name a checkpoint: only the
+// empty name, which (like a session id) no store can confine.
+func ValidateCheckpointName(name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: empty checkpoint name", session.ErrInvalidSessionID)
+	}
+	return nil
+}
+
+// ValidateCheckpoint checks a checkpoint's name (ValidateCheckpointName)
+// and refuses an empty document, so that an adapter refuses a save before
+// writing anything.
+func ValidateCheckpoint(name string, doc []byte) error {
+	if err := ValidateCheckpointName(name); err != nil {
+		return err
+	}
+	if len(doc) == 0 {
+		return fmt.Errorf("empty document for checkpoint %q", name)
+	}
+	return nil
+}
