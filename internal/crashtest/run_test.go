@@ -544,7 +544,6 @@ func TestTwoCopiesChild(t *testing.T) {
 
 // copyChild is a long-lived TestTwoCopiesChild.
 type copyChild struct {
-	c     *child
 	stdin *os.File
 	lines chan string
 }
