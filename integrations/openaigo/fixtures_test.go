@@ -104,7 +104,8 @@ func TestFixtureCoverage(t *testing.T) {
 // TestFixtureRoundTrip stores the fixtures through a History (half as
 // openai-go params made with param.Override, half as raw JSON, a quarter as
 // a response's output items decoded by openai-go) and reads them back byte
-// for byte, from the same handle and from a reopened store.
+// for byte, from the same handle and from a reopened store, on every
+// adapter.
 func TestFixtureRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	items := fixtures(t)
@@ -112,7 +113,7 @@ func TestFixtureRoundTrip(t *testing.T) {
 	api := newCaptureAPI(t, lines)
 	client := newClient(api.URL())
 	var table []string
-	for _, b := range backends() {
+	for _, b := range everyBackend() {
 		t.Run(b.name, func(t *testing.T) {
 			sess, reopen := b.open(t)
 			h := openaigo.New(sess("fixtures"), openaigo.Options{})

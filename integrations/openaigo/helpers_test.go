@@ -10,12 +10,13 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/agentsessions/sessions/adapters"
 	"github.com/agentsessions/sessions/adapters/memory"
 	_ "github.com/agentsessions/sessions/adapters/sqlite"
 	"github.com/agentsessions/sessions/encrypted"
+	"github.com/agentsessions/sessions/internal/storetest"
+	"github.com/agentsessions/sessions/internal/testservers"
 	"github.com/agentsessions/sessions/otelsession"
 	"github.com/agentsessions/sessions/session"
 )
@@ -25,7 +26,7 @@ func TestMain(m *testing.M) {
 		// A crash-loop child is killed mid-run: leak checks mean nothing there.
 		os.Exit(m.Run())
 	}
-	goleak.VerifyTestMain(m)
+	testservers.Main(m) // stops the test servers, then checks for leaked goroutines
 }
 
 // fixtureLines returns testdata/items.jsonl's lines, byte for byte (split
@@ -136,6 +137,23 @@ func backends() []backend {
 		{"encrypted+sqlite", onFile(encryptedWrap)},
 		{"otelsession+sqlite", onFile(func(*testing.T) func(session.Session) session.Session { return otelWrap })},
 	}
+}
+
+// everyBackend is backends() and the networked adapters (Redis, Redis
+// Cluster, the Mongo-wire server, PostgreSQL) on real servers on loopback,
+// for the tests that must hold on every adapter.
+func everyBackend() []backend {
+	out := backends()
+	for _, b := range storetest.Backends() {
+		if b.Name == "memory" || b.Name == "sqlite" {
+			continue
+		}
+		out = append(out, backend{b.Name, func(t *testing.T) (func(string) session.Session, func() func(string) session.Session) {
+			dsn := b.URL(t)
+			return openURL(t, dsn, nil), func() func(string) session.Session { return openURL(t, dsn, nil) }
+		}})
+	}
+	return out
 }
 
 // readLines reads a file of lines.
