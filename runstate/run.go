@@ -238,19 +238,21 @@ func (r *Run) Settle(ctx context.Context, items ...session.Item) error {
 	if !r.cp.HasHeld() && len(items) == 0 {
 		return r.sync(ctx)
 	}
-	return r.save(ctx, func(s session.Session) error {
+	err := r.save(ctx, func(s session.Session) error {
 		_, err := r.cp.SaveResumedTurn(ctx, s, ResumedTurn{Items: r.resolved(items), Held: r.cp.TakeHeld(), Policy: r.opts.Policy})
 		return err
 	})
+	if err == nil {
+		r.outputs = nil // settled; until then a retry hands them over again
+	}
+	return err
 }
 
 // resolved is the resumed turn's items as a settle hands them over: the
 // outputs recorded since Open, then items. (The turn's outputs are what a
-// handoff filter would keep; a Run has none.)
+// handoff filter would keep; a Run has none, so none is ever withdrawn.)
 func (r *Run) resolved(items []session.Item) []session.Item {
-	out := append(slices.Clone(r.outputs), items...)
-	r.outputs = nil
-	return out
+	return append(slices.Clone(r.outputs), items...)
 }
 
 // Finish persists the final turn's items (the final output) and deletes
@@ -277,6 +279,7 @@ func (r *Run) Finish(ctx context.Context, responseID string, items ...session.It
 	if err != nil {
 		return err
 	}
+	r.outputs = nil
 	if r.version == 0 {
 		return nil
 	}
