@@ -6,7 +6,7 @@ SHELL       := bash
 
 GO          ?= go
 STATICCHECK ?= staticcheck
-LAUNCHER    := internal/testservers/launcher
+LAUNCHER    := internal/testkit/testservers/launcher
 # Modules of their own, so that their dependencies never enter the library's
 # go.mod: the OpenTelemetry wrapper and the framework integrations.
 NESTED      := otelsession integrations/eino integrations/openaigo
@@ -16,7 +16,7 @@ PKGS        := ./...
 
 ## test: vet, then every test with -race against every backend the suite can
 ## start, in the library and in each nested module. The reliability campaign
-## runs at its short setting as part of it (internal/crashtest, internal/reliability).
+## runs at its short setting as part of it (internal/testkit/crashtest, internal/testkit/reliability).
 test: vet launcher
 	$(GO) test -race -count=1 -timeout 25m $(PKGS)
 	@for m in $(NESTED); do echo "== $$m"; (cd $$m && $(GO) test -race -count=1 -timeout 10m ./...) || exit 1; done
@@ -29,7 +29,7 @@ LOAD  ?= 1500ms
 reliability: launcher
 	CRASHTEST_KILLS=$(KILLS) RELIABILITY_LOAD_DURATION=$(LOAD) $(GO) test -count=1 -timeout 60m -v \
 	  -run 'TestCrashLoop|TestTwoCopies|TestNetworkFaults|TestRedisRestartUnderLoad|TestMongoRestartUnderLoad|TestMongoConnectionsDropUnderLoad|TestTwoProcessLoad' \
-	  ./internal/crashtest/ ./internal/reliability/ | grep -E '^(---|ok|FAIL|PASS)|crash loop|two copies|load |restart:|drop:|faults='
+	  ./internal/testkit/crashtest/ ./internal/testkit/reliability/ | grep -E '^(---|ok|FAIL|PASS)|crash loop|two copies|load |restart:|drop:|faults='
 
 ## launcher: build the test-server launcher (FerretDB, testcontainers) once, so
 ## a cold build (minutes on a fresh machine) happens here and not inside a test.
@@ -60,4 +60,4 @@ fuzz:
 ## chart: run the SQLite and Redis benchmarks and write the library-vs-raw
 ## charts and tables into docs/benchmarks (needs redis-server; a quiet machine).
 chart:
-	$(GO) run ./internal/benchchart -out docs/benchmarks
+	$(GO) run ./internal/testkit/benchchart -out docs/benchmarks

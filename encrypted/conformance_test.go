@@ -5,8 +5,8 @@ import (
 
 	"github.com/agentsessions/sessions/conformance"
 	"github.com/agentsessions/sessions/encrypted"
-	"github.com/agentsessions/sessions/internal/storetest"
-	"github.com/agentsessions/sessions/internal/testservers"
+	"github.com/agentsessions/sessions/internal/testkit/storetest"
+	"github.com/agentsessions/sessions/internal/testkit/testservers"
 	"github.com/agentsessions/sessions/session"
 )
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/agentsessions/sessions/adapters"
 	"github.com/agentsessions/sessions/conformance"
-	"github.com/agentsessions/sessions/internal/testservers"
+	"github.com/agentsessions/sessions/internal/testkit/testservers"
 	"github.com/agentsessions/sessions/session"
 )
 

@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentsessions/sessions/internal/storetest"
+	"github.com/agentsessions/sessions/internal/testkit/storetest"
 )
 
 // TestMigrateNaNBetweenEveryPair: items holding Python's NaN, Infinity and

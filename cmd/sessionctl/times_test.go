@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentsessions/sessions/adapters"
-	"github.com/agentsessions/sessions/internal/storetest"
+	"github.com/agentsessions/sessions/internal/testkit/storetest"
 )
 
 func times(t *testing.T, dsn, id string) (adapters.SessionTimes, bool) {

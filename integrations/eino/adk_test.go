@@ -18,8 +18,8 @@ import (
 	"github.com/agentsessions/sessions/adapters"
 	"github.com/agentsessions/sessions/encrypted"
 	einostore "github.com/agentsessions/sessions/integrations/eino"
-	"github.com/agentsessions/sessions/internal/storetest"
-	"github.com/agentsessions/sessions/internal/testservers"
+	"github.com/agentsessions/sessions/internal/testkit/storetest"
+	"github.com/agentsessions/sessions/internal/testkit/testservers"
 	"github.com/agentsessions/sessions/session"
 )
 

@@ -3,7 +3,7 @@ package eino_test
 import (
 	"testing"
 
-	"github.com/agentsessions/sessions/internal/testservers"
+	"github.com/agentsessions/sessions/internal/testkit/testservers"
 )
 
 // TestMain stops the test servers (Redis, PostgreSQL, the Mongo-wire

@@ -12,7 +12,7 @@ import (
 	"github.com/agentsessions/sessions/adapters"
 	_ "github.com/agentsessions/sessions/adapters/memory"
 	einostore "github.com/agentsessions/sessions/integrations/eino"
-	"github.com/agentsessions/sessions/internal/storetest"
+	"github.com/agentsessions/sessions/internal/testkit/storetest"
 	"github.com/agentsessions/sessions/session"
 )
 

@@ -1,7 +1,7 @@
 package openaigo_test
 
 // The approval flow with a child process SIGKILLed at every step: the
-// test binary re-executes itself as the child (as internal/crashtest
+// test binary re-executes itself as the child (as internal/testkit/crashtest
 // does), the child drives approvalLoop on an SQLite file and kills itself
 // at the K-th step, where the steps are every write to the store (before
 // and after each AddItems, SaveCheckpoint, AppendWithCheckpoint and
@@ -419,7 +419,7 @@ func TestApprovalKilledAtEveryStep(t *testing.T) {
 }
 
 // TestApprovalRandomKills kills children at random instants (inside SQL
-// statements and HTTP exchanges too), as internal/crashtest does.
+// statements and HTTP exchanges too), as internal/testkit/crashtest does.
 func TestApprovalRandomKills(t *testing.T) {
 	const runs, kills = 20, 12
 	api := newFakeAPI(t, approvalAPI)

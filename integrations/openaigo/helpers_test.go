@@ -15,8 +15,8 @@ import (
 	"github.com/agentsessions/sessions/adapters/memory"
 	_ "github.com/agentsessions/sessions/adapters/sqlite"
 	"github.com/agentsessions/sessions/encrypted"
-	"github.com/agentsessions/sessions/internal/storetest"
-	"github.com/agentsessions/sessions/internal/testservers"
+	"github.com/agentsessions/sessions/internal/testkit/storetest"
+	"github.com/agentsessions/sessions/internal/testkit/testservers"
 	"github.com/agentsessions/sessions/otelsession"
 	"github.com/agentsessions/sessions/session"
 )

@@ -19,8 +19,8 @@ import (
 
 	"github.com/agentsessions/sessions/adapters"
 	_ "github.com/agentsessions/sessions/adapters/all"
-	"github.com/agentsessions/sessions/internal/faultproxy"
-	"github.com/agentsessions/sessions/internal/testservers"
+	"github.com/agentsessions/sessions/internal/testkit/faultproxy"
+	"github.com/agentsessions/sessions/internal/testkit/testservers"
 )
 
 func TestMain(m *testing.M) { testservers.Main(m) }

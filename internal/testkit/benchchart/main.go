@@ -2,7 +2,7 @@
 // operation timed against the tightest raw-driver code for the same work)
 // and writes their numbers as charts and tables:
 //
-//	go run ./internal/benchchart [-out docs/benchmarks] [-benchtime 2000x] [-count 3] [-quick]
+//	go run ./internal/testkit/benchchart [-out docs/benchmarks] [-benchtime 2000x] [-count 3] [-quick]
 //
 // With -from results.json it only redraws the outputs from saved numbers.
 //
@@ -102,7 +102,7 @@ func main() {
 	if cfg.from != "" {
 		run = redraw
 	}
-	if err := run(cfg, "go run ./internal/benchchart "+shellJoin(os.Args[1:])); err != nil {
+	if err := run(cfg, "go run ./internal/testkit/benchchart "+shellJoin(os.Args[1:])); err != nil {
 		fmt.Fprintln(os.Stderr, "benchchart:", err)
 		os.Exit(1)
 	}

@@ -188,7 +188,7 @@ func TestCharts(t *testing.T) {
 	}
 	rs := Medians("sqlite", samples)
 	sortResults(rs)
-	m := meta{Date: "2026-01-02 03:04 UTC", CPU: "Test CPU <1>", Cores: 2, Go: "go1.26", Command: "go run ./internal/benchchart -quick", Quick: true}
+	m := meta{Date: "2026-01-02 03:04 UTC", CPU: "Test CPU <1>", Cores: 2, Go: "go1.26", Command: "go run ./internal/testkit/benchchart -quick", Quick: true}
 	for name, chart := range map[string]func() []byte{
 		"ratio":        func() []byte { return ratioSVG(rs, m) },
 		"group-commit": func() []byte { return groupCommitSVG(rs, m) },

@@ -1,6 +1,6 @@
 // Package reliability holds the reliability campaign's tests: network
 // faults on real TCP between the adapters and real servers (through
-// internal/faultproxy), server restarts under load, and the crash loop
-// (internal/crashtest). docs/reliability.md has the table of what they
+// internal/testkit/faultproxy), server restarts under load, and the crash loop
+// (internal/testkit/crashtest). docs/reliability.md has the table of what they
 // inject and count; `make reliability` reruns them.
 package reliability

@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentsessions/sessions/adapters"
-	"github.com/agentsessions/sessions/internal/testservers"
+	"github.com/agentsessions/sessions/internal/testkit/testservers"
 )
 
 const (

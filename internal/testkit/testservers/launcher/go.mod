@@ -1,4 +1,4 @@
-module github.com/agentsessions/sessions/internal/testservers/launcher
+module github.com/agentsessions/sessions/internal/testkit/testservers/launcher
 
 go 1.26.0
 

@@ -26,8 +26,8 @@ import (
 
 	"github.com/agentsessions/sessions/adapters"
 	"github.com/agentsessions/sessions/history"
-	"github.com/agentsessions/sessions/internal/faultproxy"
-	"github.com/agentsessions/sessions/internal/testservers"
+	"github.com/agentsessions/sessions/internal/testkit/faultproxy"
+	"github.com/agentsessions/sessions/internal/testkit/testservers"
 	"github.com/agentsessions/sessions/runstate"
 	"github.com/agentsessions/sessions/session"
 )

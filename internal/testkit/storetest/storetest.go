@@ -1,6 +1,6 @@
 // Package storetest gives tests a store of every backend (memory, SQLite,
 // Redis, Redis Cluster, the Mongo-wire server, PostgreSQL; real servers from
-// internal/testservers) and a conformance harness over any of them, with an
+// internal/testkit/testservers) and a conformance harness over any of them, with an
 // optional wrapper applied to every session: the wrappers' tests (encrypted,
 // otelsession) run the whole suite on every backend through it.
 package storetest
@@ -18,7 +18,7 @@ import (
 	"github.com/agentsessions/sessions/adapters"
 	_ "github.com/agentsessions/sessions/adapters/all"
 	"github.com/agentsessions/sessions/conformance"
-	"github.com/agentsessions/sessions/internal/testservers"
+	"github.com/agentsessions/sessions/internal/testkit/testservers"
 	"github.com/agentsessions/sessions/session"
 	"github.com/agentsessions/sessions/session/driver"
 )

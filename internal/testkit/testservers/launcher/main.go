@@ -1,5 +1,5 @@
 // Command launcher starts the heavy test servers of
-// github.com/agentsessions/sessions/internal/testservers: FerretDB embedded
+// github.com/agentsessions/sessions/internal/testkit/testservers: FerretDB embedded
 // as a Go package, and testcontainers-go containers. It lives in its own
 // module so that FerretDB, testcontainers and their dependencies stay out of
 // the library's go.mod.
