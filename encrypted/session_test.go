@@ -54,7 +54,7 @@ func newMem(t *testing.T, id string) *memory.Session {
 
 func items(t *testing.T, ss ...string) []session.Item {
 	t.Helper()
-	out, err := session.Items(ss...)
+	out, err := session.ParseItems(ss...)
 	require.NoError(t, err)
 	return out
 }

@@ -258,7 +258,7 @@ func BenchmarkSaveRatio(b *testing.B) {
 			// in the index.
 			dir := b.TempDir()
 			saveRatio(b, func(side string) session.Session {
-				st, err := sqlite.Open(context.Background(), filepath.Join(dir, side+".db"), sqlite.Options{Synchronous: sync})
+				st, err := sqlite.OpenFile(context.Background(), filepath.Join(dir, side+".db"), sqlite.Options{Synchronous: sync})
 				if err != nil {
 					b.Fatal(err)
 				}

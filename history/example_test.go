@@ -18,7 +18,7 @@ import (
 func ExampleModelInput() {
 	ctx := context.Background()
 	s, _ := memory.NewSession("conv-1")
-	items, _ := session.Items(
+	items, _ := session.ParseItems(
 		`{"role":"user","content":"hi"}`,
 		`{"type":"reasoning","id":"rs_1","summary":[]}`,
 		`{"type":"message","id":"msg_1","role":"assistant","content":[{"type":"output_text","text":"Hello."}]}`,
@@ -70,7 +70,7 @@ func label(it session.Item) string {
 // output. Diagnose finds them, RepairHistory drops the severe ones (the
 // API rejects every later request over such a history).
 func ExampleDiagnose() {
-	items, _ := session.Items(
+	items, _ := session.ParseItems(
 		`{"role":"user","content":"q"}`,
 		`{"type":"function_call_output","call_id":"lost","output":"x"}`,
 		`{"type":"function_call","call_id":"a","name":"f","arguments":"{}"}`,
@@ -94,7 +94,7 @@ func ExampleDiagnose() {
 // gets the same window as a session holding it; an item the API cannot
 // take is named, not sent.
 func ExampleWindow() {
-	items, _ := session.Items(
+	items, _ := session.ParseItems(
 		`{"role":"user","content":"score it"}`,
 		`{"type":"function_call","call_id":"c1","name":"score","arguments":"{}"}`,
 		`{"type":"function_call_output","call_id":"c1","output":{"score":NaN}}`,

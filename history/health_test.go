@@ -10,7 +10,7 @@ import (
 )
 
 func TestDiagnoseAndRepair(t *testing.T) {
-	items, err := session.Items(
+	items, err := session.ParseItems(
 		`{"role":"user","content":"q"}`,
 		`{"type":"function_call_output","call_id":"lost","output":"x"}`,
 		`{"type":"function_call","call_id":"a"}`,

@@ -34,7 +34,7 @@ func TestModelInputStripsPythonMetadata(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			s := newMem(t)
-			items, err := session.Items(tc.in, `{"type":"function_call_output","call_id":"a","output":"1"}`)
+			items, err := session.ParseItems(tc.in, `{"type":"function_call_output","call_id":"a","output":"1"}`)
 			require.NoError(t, err)
 			require.NoError(t, s.AddItems(ctx, items))
 			got, err := history.ModelInput(ctx, s, 2)
@@ -71,7 +71,7 @@ func TestModelInputRefusesNonFiniteNumbers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			s := newMem(t)
-			items, err := session.Items(tc.rows...)
+			items, err := session.ParseItems(tc.rows...)
 			require.NoError(t, err)
 			require.NoError(t, s.AddItems(ctx, items))
 			_, err = history.ModelInput(ctx, s, math.MaxInt)
@@ -93,7 +93,7 @@ func TestModelInputRefusesNonFiniteNumbers(t *testing.T) {
 // TestForModel: ForModel strips and checks without pruning, and leaves
 // its items alone.
 func TestForModel(t *testing.T) {
-	items, err := session.Items(
+	items, err := session.ParseItems(
 		`{"type":"function_call_output","call_id":"gone","output":"x","_agents_tool_title":"T"}`,
 		`{"role":"user","content":"q","meta":{"a b":[0,{"x":NaN}]}}`,
 	)

@@ -124,7 +124,7 @@ func TestPruneOrphans(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			items, err := session.Items(tc.in...)
+			items, err := session.ParseItems(tc.in...)
 			require.NoError(t, err)
 			got := keepFlagged(items, history.PruneOrphans(items, tc.opts))
 			require.Equal(t, tc.want, types(got))
@@ -135,7 +135,7 @@ func TestPruneOrphans(t *testing.T) {
 func TestModelInputNeverStartsWithAnOrphanOutput(t *testing.T) {
 	ctx := context.Background()
 	s := newMem(t)
-	items, err := session.Items(
+	items, err := session.ParseItems(
 		`{"role":"user","content":"q"}`,
 		`{"type":"function_call","call_id":"a","name":"f","arguments":"{}"}`,
 		`{"type":"function_call_output","call_id":"a","output":"1"}`,
@@ -172,7 +172,7 @@ func newMem(t *testing.T) *memory.Session {
 }
 
 func TestPairingWithNonFiniteTokens(t *testing.T) {
-	items, err := session.Items(
+	items, err := session.ParseItems(
 		`{"type":"function_call","score":NaN,"call_id":"a","arguments":"{}"}`,
 		`{"type":"function_call_output","output":[Infinity,-Infinity],"call_id":"a","caller":{"x":NaN,"caller_id":"p"}}`,
 	)
@@ -187,7 +187,7 @@ func inputTypes(t *testing.T, rows []string, n int) []string {
 	t.Helper()
 	ctx := context.Background()
 	s := newMem(t)
-	items, err := session.Items(rows...)
+	items, err := session.ParseItems(rows...)
 	require.NoError(t, err)
 	require.NoError(t, s.AddItems(ctx, items))
 	got, err := history.ModelInput(ctx, s, n)
@@ -219,7 +219,7 @@ func TestLocalShellOutputPairsOnID(t *testing.T) {
 			require.Equal(t, tc.want, inputTypes(t, tc.rows, tc.n))
 		})
 	}
-	items, err := session.Items(call, schemaOutput)
+	items, err := session.ParseItems(call, schemaOutput)
 	require.NoError(t, err)
 	ck, ok := history.CallKey(items[0])
 	require.True(t, ok)

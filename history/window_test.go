@@ -153,7 +153,7 @@ func itoa(i int) string {
 func TestAllIsTheWholeHistory(t *testing.T) {
 	ctx := context.Background()
 	s := newMem(t)
-	items, err := session.Items(issueHistory...)
+	items, err := session.ParseItems(issueHistory...)
 	require.NoError(t, err)
 	require.NoError(t, s.AddItems(ctx, items))
 	got, err := history.ModelInput(ctx, s, history.All)
@@ -207,7 +207,7 @@ func TestModelInputReadsBackOnlyWhenItMust(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			items, err := session.Items(tc.rows...)
+			items, err := session.ParseItems(tc.rows...)
 			require.NoError(t, err)
 			s := &countingSession{Session: newMem(t)}
 			require.NoError(t, s.AddItems(ctx, items))

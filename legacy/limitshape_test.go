@@ -362,7 +362,7 @@ func TestToLimitSessionUndecodable(t *testing.T) {
 	ctx := context.Background()
 	mem, err := memory.NewSession("s")
 	require.NoError(t, err)
-	items, err := session.Items(
+	items, err := session.ParseItems(
 		`{"role":"user","content":"a"}`,
 		`{"role":"user","content":"b"}`,
 		`{"role":1}`,

@@ -72,7 +72,7 @@ func openPythonDB(t *testing.T, name string) *sqlite.Store {
 	src := readFixture(t, filepath.Join(pyDir, name))
 	path := filepath.Join(t.TempDir(), name)
 	require.NoError(t, os.WriteFile(path, src, 0o600))
-	st, err := sqlite.Open(context.Background(), path, sqlite.Options{})
+	st, err := sqlite.OpenFile(context.Background(), path, sqlite.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		_ = st.Close()

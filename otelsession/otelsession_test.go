@@ -76,7 +76,7 @@ func TestSpansAndMetrics(t *testing.T) {
 	inner, err := memory.NewSession("user-42")
 	require.NoError(t, err)
 	s := otelsession.Wrap(inner, tm.opts)
-	items, err := session.Items(`{"role":"user","content":"hi"}`, `{"type":"message","role":"assistant","content":"yo"}`)
+	items, err := session.ParseItems(`{"role":"user","content":"hi"}`, `{"type":"message","role":"assistant","content":"yo"}`)
 	require.NoError(t, err)
 	require.NoError(t, s.AddItems(ctx, items))
 	got, err := session.Latest(ctx, s, 1)
@@ -153,7 +153,7 @@ func TestCapabilitiesPassThrough(t *testing.T) {
 // no-op providers against the bare session, in the same run.
 func BenchmarkNoProvider(b *testing.B) {
 	ctx := context.Background()
-	items, _ := session.Items(`{"role":"user","content":"hi"}`)
+	items, _ := session.ParseItems(`{"role":"user","content":"hi"}`)
 	for _, bc := range []struct {
 		name string
 		wrap bool
@@ -179,7 +179,7 @@ func BenchmarkNoProvider(b *testing.B) {
 // comparison with BenchmarkNoProvider.
 func BenchmarkRecording(b *testing.B) {
 	ctx := context.Background()
-	items, _ := session.Items(`{"role":"user","content":"hi"}`)
+	items, _ := session.ParseItems(`{"role":"user","content":"hi"}`)
 	tm := newTelemetry(false)
 	inner, _ := memory.NewSession("bench")
 	_ = inner.AddItems(ctx, items)
@@ -218,7 +218,7 @@ func TestRunStateEvents(t *testing.T) {
 	inner, err := memory.NewSession("s")
 	require.NoError(t, err)
 	s := otelsession.Wrap(inner, tm.opts)
-	items, err := session.Items(`{"type":"function_call","call_id":"c","name":"f","arguments":"{}"}`, `{"type":"function_call_output","call_id":"c","output":"ok"}`)
+	items, err := session.ParseItems(`{"type":"function_call","call_id":"c","name":"f","arguments":"{}"}`, `{"type":"function_call_output","call_id":"c","output":"ok"}`)
 	require.NoError(t, err)
 	cp := runstate.New()
 	cp.SetStep(runstate.StepInterruption)

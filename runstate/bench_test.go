@@ -25,7 +25,7 @@ func BenchmarkRunTurnRatio(b *testing.B) {
 			ctx := context.Background()
 			dir := b.TempDir()
 			open := func(side string) *sqlite.Session {
-				st, err := sqlite.Open(ctx, filepath.Join(dir, side+".db"), sqlite.Options{Synchronous: sync})
+				st, err := sqlite.OpenFile(ctx, filepath.Join(dir, side+".db"), sqlite.Options{Synchronous: sync})
 				if err != nil {
 					b.Fatal(err)
 				}

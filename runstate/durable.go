@@ -7,7 +7,7 @@ import (
 	"github.com/agentsessions/sessions/session"
 )
 
-// PersistBeforeAppend returns s wrapped so that, before every append to it,
+// WrapSaveBeforeAppend returns s wrapped so that, before every append to it,
 // save is called with cp's document as it stands then (MarshalJSON); an
 // error from save stops the append. Pass the result to Save, Resume and
 // SaveResumedTurn when the checkpoint must survive the process being killed
@@ -25,7 +25,7 @@ import (
 // requests of the process that died may still reach the store (its
 // connections are still open), or a late write of the dead process can land
 // after the resume's read (docs/reliability.md).
-func (cp *Checkpoint) PersistBeforeAppend(s session.Session, save func(doc []byte) error) session.Session {
+func (cp *Checkpoint) WrapSaveBeforeAppend(s session.Session, save func(doc []byte) error) session.Session {
 	return capwrap.Compose(persisting{Session: s, persist: func() error {
 		doc, err := cp.MarshalJSON()
 		if err != nil {

@@ -13,17 +13,17 @@ import (
 	"github.com/agentsessions/sessions/session"
 )
 
-// TestPersistBeforeAppend: the document saved just before the append holds
+// TestWrapSaveBeforeAppend: the document saved just before the append holds
 // the registered record with its tail digests, so a process killed during
 // the append leaves what Resume needs; a failing save stops the append.
-func TestPersistBeforeAppend(t *testing.T) {
+func TestWrapSaveBeforeAppend(t *testing.T) {
 	ctx := context.Background()
 	s, err := memory.NewSession("s1")
 	require.NoError(t, err)
 	cp := runstate.New()
 	cp.SetStep(runstate.StepRunAgain)
 	var saved [][]byte
-	ds := cp.PersistBeforeAppend(s, func(doc []byte) error { saved = append(saved, doc); return nil })
+	ds := cp.WrapSaveBeforeAppend(s, func(doc []byte) error { saved = append(saved, doc); return nil })
 	require.Equal(t, session.Probe(s), session.Probe(ds), "capabilities pass through")
 	_, err = cp.Save(ctx, ds, runstate.SaveArgs{NewItems: items(call("c1"), output("c1")), Register: true})
 	require.NoError(t, err)
@@ -39,7 +39,7 @@ func TestPersistBeforeAppend(t *testing.T) {
 	require.Len(t, all, 2, "and appends nothing twice")
 
 	boom := errors.New("disk full")
-	fail := cp.PersistBeforeAppend(s, func([]byte) error { return boom })
+	fail := cp.WrapSaveBeforeAppend(s, func([]byte) error { return boom })
 	_, err = cp.Save(ctx, fail, runstate.SaveArgs{NewItems: items(call("c2"), output("c2")), Register: true})
 	require.ErrorIs(t, err, boom)
 	all, err = s.Items(ctx)

@@ -20,7 +20,7 @@ func TestWritesNeverProduceWhatReadsRefuse(t *testing.T) {
 		cp := runstate.New()
 		cp.StartTurn()
 		saved := 0
-		durable := cp.PersistBeforeAppend(s, func([]byte) error { saved++; return nil })
+		durable := cp.WrapSaveBeforeAppend(s, func([]byte) error { saved++; return nil })
 		_, err := cp.Save(ctx, durable, runstate.SaveArgs{NewItems: items(user("hi")), Slice: true, Register: true})
 		require.ErrorIs(t, err, runstate.ErrNoStep)
 		assert.Zero(t, saved, "nothing reached the caller's storage")
@@ -39,7 +39,7 @@ func TestWritesNeverProduceWhatReadsRefuse(t *testing.T) {
 		cp := fresh(runstate.StepRunAgain)
 		s.fault = failBefore
 		var doc []byte
-		durable := cp.PersistBeforeAppend(s, func(d []byte) error { doc = d; return nil })
+		durable := cp.WrapSaveBeforeAppend(s, func(d []byte) error { doc = d; return nil })
 		_, err := cp.Save(ctx, durable, runstate.SaveArgs{NewItems: items(assistant("x")), Slice: true, Register: true})
 		require.ErrorIs(t, err, errBackend)
 		back, err := runstate.Load(doc)
@@ -66,7 +66,7 @@ func TestWritesNeverProduceWhatReadsRefuse(t *testing.T) {
 
 func TestNoSecondOutputNoLostBatch(t *testing.T) {
 	// The README's held-write snippet as it stood: no SetStep(RunAgain), no
-	// ExtendHeld, the checkpoint kept only through PersistBeforeAppend.
+	// ExtendHeld, the checkpoint kept only through WrapSaveBeforeAppend.
 	// Restarting and running the approval path again must not append a
 	// second output for c1.
 	s := newFake(t, "s1")
@@ -78,7 +78,7 @@ func TestNoSecondOutputNoLostBatch(t *testing.T) {
 	approve := func(doc []byte) (*runstate.Checkpoint, error) {
 		cp := must1(runstate.Load(doc))
 		must1(cp.Resume(ctx, s))
-		_, err := cp.SaveResumedTurn(ctx, cp.PersistBeforeAppend(s, keep), runstate.ResumedTurn{Items: items(output("c1")), Held: cp.TakeHeld()})
+		_, err := cp.SaveResumedTurn(ctx, cp.WrapSaveBeforeAppend(s, keep), runstate.ResumedTurn{Items: items(output("c1")), Held: cp.TakeHeld()})
 		return cp, err
 	}
 	settled, err := approve(must1(cp.MarshalJSON()))

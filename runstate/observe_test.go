@@ -25,7 +25,7 @@ func TestObserverSeesSettlesAndRecoveries(t *testing.T) {
 	cp := runstate.New()
 	cp.SetStep(runstate.StepRunAgain)
 	var mid []byte
-	ds := cp.PersistBeforeAppend(s, func(doc []byte) error { mid = doc; return nil })
+	ds := cp.WrapSaveBeforeAppend(s, func(doc []byte) error { mid = doc; return nil })
 	_, err = cp.Save(octx, ds, runstate.SaveArgs{NewItems: items(call("c1"), output("c1")), Register: true})
 	require.NoError(t, err)
 	again, err := runstate.Load(mid) // the checkpoint as a kill mid-append left it

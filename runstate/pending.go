@@ -22,7 +22,7 @@ type member struct {
 // not have committed: Before is nil until the first append attempt reads
 // the tail. While that append runs, the tail's digests may still be
 // pending: they are computed when the record is encoded (so a checkpoint
-// persisted from inside AddItems, as PersistBeforeAppend does, carries
+// persisted from inside AddItems, as WrapSaveBeforeAppend does, carries
 // them) and before a call returns with the record still on the checkpoint.
 // A held record (Held) is a batch withheld from the Session under the
 // output-guardrail gate; its Before is always nil.

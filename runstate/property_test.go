@@ -13,7 +13,7 @@ import (
 // checkpoint (its methods and assignments to every exported field) and
 // checks, after each step, the writer's promise: MarshalJSON succeeds ⇒
 // Load accepts the document ⇒ writing it again gives the same bytes. The
-// documents PersistBeforeAppend hands over inside an append are checked
+// documents WrapSaveBeforeAppend hands over inside an append are checked
 // the same way.
 func FuzzCheckpointOps(f *testing.F) {
 	for _, seed := range propertySeeds {
@@ -115,7 +115,7 @@ func runOps(ops []byte) error {
 				cp.Pending.Items = cp.Pending.Items[:0]
 			}
 		case 19:
-			durable := cp.PersistBeforeAppend(s, func(doc []byte) error { saved = append(saved, doc); return nil })
+			durable := cp.WrapSaveBeforeAppend(s, func(doc []byte) error { saved = append(saved, doc); return nil })
 			_, _ = cp.Save(ctx, durable, runstate.SaveArgs{NewItems: []session.Item{output(id(next(&i)))}, Slice: true, Register: true})
 		case 20:
 			cp.Step = runstate.Step{Kind: runstate.StepInterruption, PendingCallIDs: []string{id(next(&i))}, Raw: []byte(`{"type":"next_step_interruption","data":{"interruptions":[{"raw_item":{"call_id":"c1","id":"fc_1"}}]}}`)}

@@ -75,7 +75,7 @@ func MustItem(s string) Item {
 }
 
 // Items parses each string with ParseItem.
-func Items(ss ...string) ([]Item, error) {
+func ParseItems(ss ...string) ([]Item, error) {
 	out := make([]Item, len(ss))
 	for i, s := range ss {
 		it, err := ParseItem(s)

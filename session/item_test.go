@@ -50,7 +50,7 @@ func TestItemConstruction(t *testing.T) {
 }
 
 func TestItemErrorSaysItOnce(t *testing.T) {
-	_, err := session.Items(`{}`, `{"a":`)
+	_, err := session.ParseItems(`{}`, `{"a":`)
 	if err == nil {
 		t.Fatal("want an error")
 	}

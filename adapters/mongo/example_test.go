@@ -34,7 +34,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	turn, err := session.Items(
+	turn, err := session.ParseItems(
 		`{"type":"message","role":"user","content":"What's the weather in Paris?"}`,
 		`{"type":"function_call","call_id":"call_1","name":"weather","arguments":"{\"city\":\"Paris\"}"}`,
 		`{"type":"function_call_output","call_id":"call_1","output":"18°C, clear"}`,

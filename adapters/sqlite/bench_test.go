@@ -126,7 +126,7 @@ func twinFiles(b *testing.B, opts Options) (*Store, *sql.DB) {
 	b.Helper()
 	dir := b.TempDir()
 	rawPath := filepath.Join(dir, "raw.db")
-	schema, err := Open(context.Background(), rawPath, opts)
+	schema, err := OpenFile(context.Background(), rawPath, opts)
 	require.NoError(b, err)
 	require.NoError(b, schema.Close())
 	return openStore(b, filepath.Join(dir, "lib.db"), opts), rawDB(b, rawPath, opts)
@@ -187,7 +187,7 @@ func historyFile(b *testing.B, n int) string {
 		fixtureDir = d
 	}
 	p := filepath.Join(fixtureDir, fmt.Sprintf("history-%d.db", n))
-	st, err := Open(context.Background(), p, Options{Synchronous: SyncNormal})
+	st, err := OpenFile(context.Background(), p, Options{Synchronous: SyncNormal})
 	require.NoError(b, err)
 	fill(b, st.DB(), "bench", n)
 	// A few neighbours, so that the session is not alone in the index.

@@ -205,7 +205,7 @@ func TestCheckpointReopen(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "reopen.db")
 	peer := openStore(t, path, Options{})
-	st, err := Open(ctx, path, Options{})
+	st, err := OpenFile(ctx, path, Options{})
 	require.NoError(t, err)
 	s, err := st.Session("run")
 	require.NoError(t, err)
@@ -416,7 +416,7 @@ func TestCheckpointsTableLayout(t *testing.T) {
 	require.NoError(t, st.DB().QueryRowContext(ctx, `SELECT count(*) FROM run_states`).Scan(&version))
 	require.Equal(t, int64(1), version)
 	for _, bad := range []Options{{CheckpointsTable: "bad name"}, {CheckpointsTable: "AGENT_MESSAGES"}, {SessionsTable: "s", CheckpointsTable: "S"}} {
-		_, err := Open(ctx, ":memory:", bad)
+		_, err := OpenFile(ctx, ":memory:", bad)
 		require.ErrorIs(t, err, ErrInvalidOptions, "%+v", bad)
 	}
 }

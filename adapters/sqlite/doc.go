@@ -11,7 +11,7 @@
 //
 // A Store is one database; Store.Session returns a handle on one session:
 //
-//	st, err := sqlite.Open(ctx, "agent.db", sqlite.Options{})
+//	st, err := sqlite.OpenFile(ctx, "agent.db", sqlite.Options{})
 //	...
 //	defer st.Close()
 //	s, err := st.Session("conversation-42")

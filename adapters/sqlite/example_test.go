@@ -21,7 +21,7 @@ func Example() {
 
 	// One file holds every conversation; Python's SQLiteSession can open
 	// it too.
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "agent.db"), sqlite.Options{})
+	st, err := sqlite.OpenFile(ctx, filepath.Join(dir, "agent.db"), sqlite.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	turn, err := session.Items(
+	turn, err := session.ParseItems(
 		`{"role":"user","content":"What's the weather in Paris?"}`,
 		`{"type":"function_call","call_id":"call_1","name":"get_weather","arguments":"{\"city\":\"Paris\"}"}`,
 		`{"type":"function_call_output","call_id":"call_1","output":"21°C, clear"}`,

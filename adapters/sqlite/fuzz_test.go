@@ -27,7 +27,7 @@ func FuzzStoredRecord(f *testing.F) {
 	}
 	ctx := context.Background()
 	reports := &driver.CorruptLog{}
-	st, err := Open(ctx, ":memory:", Options{OnCorrupt: reports.Handler()})
+	st, err := OpenFile(ctx, ":memory:", Options{OnCorrupt: reports.Handler()})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -31,7 +31,7 @@ const (
 // mpAppend appends mpBatches batches of mpBatchSize items tagged with
 // writer to the shared session, once the file start exists.
 func mpAppend(ctx context.Context, path, writer string) error {
-	st, err := Open(ctx, path, Options{BusyTimeout: 30 * time.Second})
+	st, err := OpenFile(ctx, path, Options{BusyTimeout: 30 * time.Second})
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ func TestNaNRoundTrip(t *testing.T) {
 			s := f.session(t, "nan")
 			require.NoError(t, s.AddItems(ctx, numbered("before", 1)))
 			if writer == "go" {
-				its, err := session.Items(pythonTokens...)
+				its, err := session.ParseItems(pythonTokens...)
 				require.NoError(t, err, "session accepts Python's tokens")
 				require.NoError(t, s.AddItems(ctx, its))
 			} else {
@@ -75,7 +75,7 @@ func TestNaNPythonReads(t *testing.T) {
 	st := openStore(t, path, Options{})
 	s, err := st.Session("nan")
 	require.NoError(t, err)
-	its, err := session.Items(pythonTokens...)
+	its, err := session.ParseItems(pythonTokens...)
 	require.NoError(t, err)
 	require.NoError(t, s.AddItems(ctx, its))
 	require.NoError(t, st.Close())

@@ -39,7 +39,7 @@ func TestOptionsTableNames(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := Options{SessionsTable: tc.sessions, MessagesTable: tc.messages}
-			st, err := Open(context.Background(), ":memory:", opts)
+			st, err := OpenFile(context.Background(), ":memory:", opts)
 			if !tc.ok {
 				require.ErrorIs(t, err, ErrInvalidOptions)
 				_, err = DSN("x.db", opts)
@@ -62,7 +62,7 @@ func TestOptionsTableNames(t *testing.T) {
 }
 
 func TestOptionsBusyTimeout(t *testing.T) {
-	_, err := Open(context.Background(), ":memory:", Options{BusyTimeout: -time.Second})
+	_, err := OpenFile(context.Background(), ":memory:", Options{BusyTimeout: -time.Second})
 	require.ErrorIs(t, err, ErrInvalidOptions)
 	dsn, err := DSN("/tmp/a.db", Options{BusyTimeout: 1500 * time.Millisecond})
 	require.NoError(t, err)
@@ -143,7 +143,7 @@ func TestOpenDBStaysCallers(t *testing.T) {
 
 func TestClosed(t *testing.T) {
 	ctx := context.Background()
-	st, err := Open(ctx, filepath.Join(t.TempDir(), "c.db"), Options{})
+	st, err := OpenFile(ctx, filepath.Join(t.TempDir(), "c.db"), Options{})
 	require.NoError(t, err)
 	s, err := st.Session("a")
 	require.NoError(t, err)
@@ -170,21 +170,21 @@ func TestClosed(t *testing.T) {
 func TestSkipCreateTables(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "skip.db")
-	_, err := Open(ctx, path, Options{SkipCreateTables: true})
+	_, err := OpenFile(ctx, path, Options{SkipCreateTables: true})
 	require.ErrorIs(t, err, ErrNoSchema)
 	openStore(t, path, Options{}) // creates the schema
 	st := openStore(t, path, Options{SkipCreateTables: true})
 	s, err := st.Session("a")
 	require.NoError(t, err)
 	require.NoError(t, s.AddItems(ctx, items(t, `{"x":1}`)))
-	_, err = Open(ctx, path, Options{SkipCreateTables: true, MessagesTable: "other"})
+	_, err = OpenFile(ctx, path, Options{SkipCreateTables: true, MessagesTable: "other"})
 	require.ErrorIs(t, err, ErrNoSchema)
 }
 
 func TestOpenCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := Open(ctx, ":memory:", Options{})
+	_, err := OpenFile(ctx, ":memory:", Options{})
 	require.True(t, errors.Is(err, context.Canceled), err)
 	_, err = OpenDB(ctx, &sql.DB{}, Options{})
 	require.True(t, errors.Is(err, context.Canceled), err)
@@ -193,7 +193,7 @@ func TestOpenCancelled(t *testing.T) {
 // items parses JSON object literals.
 func items(t testing.TB, ss ...string) []session.Item {
 	t.Helper()
-	out, err := session.Items(ss...)
+	out, err := session.ParseItems(ss...)
 	require.NoError(t, err)
 	return out
 }

@@ -20,7 +20,7 @@ func TestReadOnly(t *testing.T) {
 	ro := Options{ReadOnly: true}
 
 	missing := filepath.Join(dir, "typo.db")
-	_, err := Open(ctx, missing, ro)
+	_, err := OpenFile(ctx, missing, ro)
 	require.ErrorIs(t, err, fs.ErrNotExist)
 	_, err = os.Stat(missing)
 	require.ErrorIs(t, err, fs.ErrNotExist, "no file created")
@@ -34,13 +34,13 @@ func TestReadOnly(t *testing.T) {
 	require.NoError(t, db.Close())
 	before, err := os.ReadFile(foreign)
 	require.NoError(t, err)
-	_, err = Open(ctx, foreign, ro)
+	_, err = OpenFile(ctx, foreign, ro)
 	require.ErrorIs(t, err, ErrNoSchema)
 	after, err := os.ReadFile(foreign)
 	require.NoError(t, err)
 	require.Equal(t, before, after, "the foreign database is untouched")
 
-	_, err = Open(ctx, ":memory:", ro)
+	_, err = OpenFile(ctx, ":memory:", ro)
 	require.ErrorIs(t, err, ErrInvalidOptions)
 
 	// A session database: reads work, writes are refused.

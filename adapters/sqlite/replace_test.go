@@ -14,7 +14,7 @@ import (
 // the conversation's created_at; only a clear forgets it.
 func TestReplaceKeepsTheSessionCreatedAt(t *testing.T) {
 	ctx := context.Background()
-	st, err := Open(ctx, filepath.Join(t.TempDir(), "s.db"), Options{})
+	st, err := OpenFile(ctx, filepath.Join(t.TempDir(), "s.db"), Options{})
 	require.NoError(t, err)
 	defer st.Close()
 	s, err := st.Session("s")

@@ -60,7 +60,7 @@ func insertRaw(ctx context.Context, st *Store, id string, raw []byte) error {
 
 func openStore(t testing.TB, path string, opts Options) *Store {
 	t.Helper()
-	st, err := Open(context.Background(), path, opts)
+	st, err := OpenFile(context.Background(), path, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, st.Close()) })
 	return st

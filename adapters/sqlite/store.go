@@ -55,7 +55,7 @@ type readStmts struct {
 // foreign keys and WAL journal mode (see DSN). Unless
 // opts.SkipCreateTables is set, the tables and index are created if
 // missing.
-func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+func OpenFile(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

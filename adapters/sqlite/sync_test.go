@@ -13,7 +13,7 @@ import (
 func TestOptionsSynchronous(t *testing.T) {
 	ctx := context.Background()
 	for _, bad := range []Synchronous{"off", "extra", "2", " full"} {
-		_, err := Open(ctx, ":memory:", Options{Synchronous: bad})
+		_, err := OpenFile(ctx, ":memory:", Options{Synchronous: bad})
 		require.ErrorIs(t, err, ErrInvalidOptions, "%q", bad)
 	}
 	for _, tc := range []struct {

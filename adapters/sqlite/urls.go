@@ -63,7 +63,7 @@ func (URLOpener) OpenStoreURL(ctx context.Context, u *url.URL, o adapters.Option
 	if _, err := opts.withDefaults(); err != nil {
 		return nil, fmt.Errorf("%w: %w", adapters.ErrInvalidDSN, err)
 	}
-	st, err := Open(ctx, path, opts)
+	st, err := OpenFile(ctx, path, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -46,7 +46,7 @@ func cpSession(t *testing.T, st adapters.Store, id string, items ...string) sess
 	cs, ok := s.(session.CheckpointStore)
 	require.True(t, ok, "the store's sessions keep checkpoints")
 	if len(items) > 0 {
-		its, err := session.Items(items...)
+		its, err := session.ParseItems(items...)
 		require.NoError(t, err)
 		require.NoError(t, s.AddItems(context.Background(), its))
 	}
@@ -62,7 +62,7 @@ func cpSave(t *testing.T, cs session.CheckpointStore, name string, doc []byte) {
 
 func cpItems(t *testing.T, items ...string) []session.Item {
 	t.Helper()
-	its, err := session.Items(items...)
+	its, err := session.ParseItems(items...)
 	require.NoError(t, err)
 	return its
 }

@@ -275,7 +275,7 @@ func runDemoChild(ctx context.Context, e *env, args []string) error {
 	}
 	cp.SetStep(runstate.StepRunAgain)
 	announced := capwrap.Compose(announceCommit{Session: s, out: e.stdout}, capwrap.Of(s))
-	ds := cp.PersistBeforeAppend(announced, func(doc []byte) error { return atomicfile.Write(cpPath, doc) })
+	ds := cp.WrapSaveBeforeAppend(announced, func(doc []byte) error { return atomicfile.Write(cpPath, doc) })
 	_, err = cp.SaveResumedTurn(ctx, ds, runstate.ResumedTurn{
 		// The resolved turn: the tool's output and the model's answer.
 		Items:      append(output, mustDemoItems(`{"type":"message","role":"assistant","content":"The report is in report.md."}`)...),
@@ -333,7 +333,7 @@ func demoKinds(items []session.Item) string {
 }
 
 func mustDemoItems(ss ...string) []session.Item {
-	its, err := session.Items(ss...)
+	its, err := session.ParseItems(ss...)
 	if err != nil {
 		panic(err)
 	}

@@ -456,7 +456,7 @@ func TestConnectionFailuresAreOneLine(t *testing.T) {
 
 func mustItems(t *testing.T, ss ...string) []session.Item {
 	t.Helper()
-	its, err := session.Items(ss...)
+	its, err := session.ParseItems(ss...)
 	require.NoError(t, err)
 	return its
 }

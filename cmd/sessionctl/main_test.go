@@ -35,7 +35,7 @@ func seed(t *testing.T, dsn, id string, items ...string) {
 	defer st.Close()
 	s, err := st.Session(id)
 	require.NoError(t, err)
-	its, err := session.Items(items...)
+	its, err := session.ParseItems(items...)
 	require.NoError(t, err)
 	require.NoError(t, s.AddItems(ctx, its))
 }

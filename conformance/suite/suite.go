@@ -391,7 +391,7 @@ func (c *C) Fatalf(format string, args ...any) {
 // Items parses JSON objects into items or fails the clause.
 func (c *C) Items(ss ...string) []session.Item {
 	c.Helper()
-	items, err := session.Items(ss...)
+	items, err := session.ParseItems(ss...)
 	if err != nil {
 		c.Fatalf("bad test item: %v", err)
 	}

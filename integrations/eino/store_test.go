@@ -47,7 +47,7 @@ func TestStoreOnEveryBackend(t *testing.T) {
 			ss, err := st.Session("eino/cp-1")
 			require.NoError(t, err)
 			cs := ss.(session.CheckpointStore)
-			hist, err := session.Items(`{"role":"user","content":"hi"}`)
+			hist, err := session.ParseItems(`{"role":"user","content":"hi"}`)
 			require.NoError(t, err)
 			require.NoError(t, ss.AddItems(ctx, hist))
 			_, err = cs.SaveCheckpoint(ctx, "runstate", []byte(`{"other":true}`), 0)

@@ -7,7 +7,7 @@
 // every call before its output.
 //
 // The loop writes the checkpoint durably (internal/atomicfile) after every
-// change, and, through runstate's PersistBeforeAppend, just before every
+// change, and, through runstate's WrapSaveBeforeAppend, just before every
 // append: that is the moment the pending write's "before" digests exist and
 // the append has not started, so a kill at any instant leaves a checkpoint
 // the recovery can reconcile.
@@ -79,7 +79,7 @@ func save(path string, cp *runstate.Checkpoint) error {
 
 // durable persists the checkpoint at path before every append to s.
 func durable(s session.Session, cp *runstate.Checkpoint, path string) session.Session {
-	return cp.PersistBeforeAppend(s, func(doc []byte) error { return atomicfile.Write(path, doc) })
+	return cp.WrapSaveBeforeAppend(s, func(doc []byte) error { return atomicfile.Write(path, doc) })
 }
 
 // resume loads the checkpoint, settles what it holds (a held record

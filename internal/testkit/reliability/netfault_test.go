@@ -72,7 +72,7 @@ func open(t *testing.T, dsn, id string) session.Session {
 // request that writes them contains.
 func pair(t *testing.T, token string) []session.Item {
 	t.Helper()
-	its, err := session.Items(
+	its, err := session.ParseItems(
 		`{"type":"function_call","call_id":"`+token+`","name":"f","arguments":"{}"}`,
 		`{"type":"function_call_output","call_id":"`+token+`","output":"done"}`,
 	)
@@ -171,4 +171,4 @@ func TestNetworkFaults(t *testing.T) {
 	}
 }
 
-func sessionItems(ss []string) ([]session.Item, error) { return session.Items(ss...) }
+func sessionItems(ss []string) ([]session.Item, error) { return session.ParseItems(ss...) }

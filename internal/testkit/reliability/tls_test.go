@@ -25,7 +25,7 @@ func roundTrip(t *testing.T, dsn string) {
 	defer st.Close()
 	s, err := st.Session(uniq("tls"))
 	require.NoError(t, err)
-	its, err := session.Items(`{"role":"user","content":"over TLS"}`)
+	its, err := session.ParseItems(`{"role":"user","content":"over TLS"}`)
 	require.NoError(t, err)
 	require.NoError(t, s.AddItems(ctx, its))
 	got, err := s.Items(ctx)
