@@ -67,6 +67,9 @@ func New(inner session.Session, opts Options) (session.Session, error) {
 	if p.Replace != nil {
 		p.Replace = s.replaceItems
 	}
+	if p.Versioned != nil {
+		p.Versioned = encVersioned{s: s, inner: p.Versioned}
+	}
 	if p.Checkpoints != nil {
 		p.Checkpoints = encCheckpoints{s: s, inner: p.Checkpoints}
 	}
@@ -121,6 +124,25 @@ func (s *encSession) replaceItems(ctx context.Context, items []session.Item) err
 		return err
 	}
 	return s.inner.(session.Replacer).ReplaceItems(ctx, enc)
+}
+
+// encVersioned encrypts a conditional replace; the version is the inner
+// session's, over the envelopes it stores.
+type encVersioned struct {
+	s     *encSession
+	inner capwrap.Versioned
+}
+
+func (v encVersioned) HistoryVersion(ctx context.Context) (string, error) {
+	return v.inner.HistoryVersion(ctx)
+}
+
+func (v encVersioned) ReplaceItemsIf(ctx context.Context, version string, items []session.Item) error {
+	enc, err := v.s.encryptAll(items)
+	if err != nil {
+		return err
+	}
+	return v.inner.ReplaceItemsIf(ctx, version, enc)
 }
 
 func (s *encSession) Clear(ctx context.Context) error { return s.inner.Clear(ctx) }

@@ -98,3 +98,28 @@ func Replace(ctx context.Context, s Session, items []Item) error {
 	}
 	return err
 }
+
+// Version returns the version of s's stored history, for ReplaceIf. It
+// returns ErrUnsupported if s is not a VersionedReplacer.
+func Version(ctx context.Context, s Session) (string, error) {
+	v, ok := s.(VersionedReplacer)
+	if !ok {
+		return "", fmt.Errorf("%w: the session cannot version its history", ErrUnsupported)
+	}
+	return v.HistoryVersion(ContextFor(ctx, s))
+}
+
+// ReplaceIf atomically replaces s's history with items if its version is
+// still version (from Version), and otherwise returns ErrHistoryChanged
+// and writes nothing. It returns ErrUnsupported if s is not a
+// VersionedReplacer: there is no safe fallback.
+func ReplaceIf(ctx context.Context, s Session, version string, items []Item) error {
+	if err := validateBatch(items); err != nil {
+		return err
+	}
+	v, ok := s.(VersionedReplacer)
+	if !ok {
+		return fmt.Errorf("%w: the session cannot replace its history conditionally", ErrUnsupported)
+	}
+	return v.ReplaceItemsIf(ContextFor(ctx, s), version, items)
+}

@@ -45,6 +45,28 @@ type Replacer interface {
 	ReplaceItems(ctx context.Context, items []Item) error
 }
 
+// VersionedReplacer is implemented by sessions that replace their history
+// only if it is unchanged since the caller read it, so that an operator's
+// rewrite (sessionctl repair, migrate) never loses an append made beside it.
+//
+// A version covers every stored record of the session, readable or not.
+// Equal versions mean an equal history: a version never comes back after
+// the history changed, unless the history came back too. The recipe is to
+// read the version, read the history, read the version again (equal, or
+// start over), then ReplaceItemsIf with it.
+//
+// There is no fallback: without this capability a rewrite beside live
+// writers cannot be made safe, and ReplaceIf returns ErrUnsupported.
+type VersionedReplacer interface {
+	Replacer
+	// HistoryVersion returns an opaque version of the stored history.
+	HistoryVersion(ctx context.Context) (string, error)
+	// ReplaceItemsIf atomically replaces the whole history with items if
+	// its version is still version, and otherwise returns
+	// ErrHistoryChanged and writes nothing.
+	ReplaceItemsIf(ctx context.Context, version string, items []Item) error
+}
+
 // Expirer is implemented by sessions whose data expire after a time to live.
 // Every key or row of a session expires together: never part of a batch,
 // never the items without their metadata.
@@ -127,6 +149,7 @@ const (
 	CapIgnoresIDs                                // IDInsensitive reporting true
 	CapCheckpoints                               // CheckpointStore
 	CapCheckpointCommit                          // CheckpointCommitter
+	CapVersionedReplace                          // VersionedReplacer
 )
 
 var capabilityNames = []struct {
@@ -142,6 +165,7 @@ var capabilityNames = []struct {
 	{CapIgnoresIDs, "ignores-ids"},
 	{CapCheckpoints, "checkpoints"},
 	{CapCheckpointCommit, "checkpoint-commit"},
+	{CapVersionedReplace, "versioned-replace"},
 }
 
 // Capabilities is a set of capabilities.
@@ -221,6 +245,9 @@ func Probe(s Session) Capabilities {
 	}
 	if _, ok := s.(CheckpointCommitter); ok {
 		c |= Capabilities(CapCheckpointCommit)
+	}
+	if _, ok := s.(VersionedReplacer); ok {
+		c |= Capabilities(CapVersionedReplace)
 	}
 	return c
 }

@@ -22,6 +22,14 @@ var (
 	ErrCorruptRecord = errors.New("session: corrupt stored record")
 	// ErrUnsupported reports an operation the session cannot perform.
 	ErrUnsupported = errors.New("session: unsupported")
+	// ErrHistoryChanged reports a conditional replace that found the history
+	// changed since its version was read; nothing was written.
+	ErrHistoryChanged = errors.New("session: history changed since it was read")
+	// ErrOutcomeUnknown reports a write that may or may not have been
+	// committed: the deadline passed or the connection was lost while the
+	// commit was in flight. Read the session before writing it again. An
+	// error without it means nothing was written.
+	ErrOutcomeUnknown = errors.New("session: outcome unknown")
 )
 
 // ItemError reports which item of a batch was rejected and why. It wraps

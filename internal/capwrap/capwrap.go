@@ -39,6 +39,15 @@ type Parts struct {
 	Checkpoints Checkpoints
 	// Commit is AppendWithCheckpoint; used only with Checkpoints.
 	Commit func(ctx context.Context, items []session.Item, name string, doc []byte, version int64) (int64, error)
+	// Versioned serves HistoryVersion and ReplaceItemsIf; used only with
+	// Replace.
+	Versioned Versioned
+}
+
+// Versioned are session.VersionedReplacer's own methods.
+type Versioned interface {
+	HistoryVersion(ctx context.Context) (string, error)
+	ReplaceItemsIf(ctx context.Context, version string, items []session.Item) error
 }
 
 // Of returns the Parts of inner's own capabilities, each delegating to
@@ -65,6 +74,9 @@ func Of(inner session.Session) Parts {
 	}
 	if c, ok := inner.(session.CheckpointCommitter); ok {
 		p.Commit = c.AppendWithCheckpoint
+	}
+	if v, ok := inner.(session.VersionedReplacer); ok {
+		p.Versioned = v
 	}
 	return p
 }
@@ -150,6 +162,15 @@ func (p commitPart) AppendWithCheckpoint(ctx context.Context, items []session.It
 	return p.f(ctx, items, name, doc, version)
 }
 
+type versionedPart struct{ v Versioned }
+
+func (p versionedPart) HistoryVersion(ctx context.Context) (string, error) {
+	return p.v.HistoryVersion(ctx)
+}
+func (p versionedPart) ReplaceItemsIf(ctx context.Context, version string, items []session.Item) error {
+	return p.v.ReplaceItemsIf(ctx, version, items)
+}
+
 // mask numbers the parts present, one bit each, as compose_gen.go's switch
 // expects.
 func (p Parts) mask() int {
@@ -159,6 +180,9 @@ func (p Parts) mask() int {
 	}
 	if p.Replace != nil {
 		m |= 2
+		if p.Versioned != nil {
+			m |= 128
+		}
 	}
 	if p.Expirer != nil {
 		m |= 4

@@ -543,6 +543,330 @@ func Compose(core Core, p Parts) Core {
 			checkpointPart
 			commitPart
 		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}}
+	case 130:
+		return struct {
+			Core
+			replacePart
+			versionedPart
+		}{core, replacePart{p.Replace}, versionedPart{p.Versioned}}
+	case 131:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			versionedPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, versionedPart{p.Versioned}}
+	case 134:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			versionedPart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, versionedPart{p.Versioned}}
+	case 135:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			versionedPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, versionedPart{p.Versioned}}
+	case 138:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			versionedPart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, versionedPart{p.Versioned}}
+	case 139:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			versionedPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, versionedPart{p.Versioned}}
+	case 142:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			versionedPart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, versionedPart{p.Versioned}}
+	case 143:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			versionedPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, versionedPart{p.Versioned}}
+	case 154:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			deferPart
+			versionedPart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, versionedPart{p.Versioned}}
+	case 155:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			deferPart
+			versionedPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, versionedPart{p.Versioned}}
+	case 158:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			versionedPart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, versionedPart{p.Versioned}}
+	case 159:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			versionedPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, versionedPart{p.Versioned}}
+	case 162:
+		return struct {
+			Core
+			replacePart
+			checkpointPart
+			versionedPart
+		}{core, replacePart{p.Replace}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}}
+	case 163:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			checkpointPart
+			versionedPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}}
+	case 166:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			checkpointPart
+			versionedPart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}}
+	case 167:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			checkpointPart
+			versionedPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}}
+	case 170:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			checkpointPart
+			versionedPart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}}
+	case 171:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			checkpointPart
+			versionedPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}}
+	case 174:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			checkpointPart
+			versionedPart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}}
+	case 175:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			checkpointPart
+			versionedPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}}
+	case 186:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			deferPart
+			checkpointPart
+			versionedPart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}}
+	case 187:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			deferPart
+			checkpointPart
+			versionedPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}}
+	case 190:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			versionedPart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}}
+	case 191:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			versionedPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}}
+	case 226:
+		return struct {
+			Core
+			replacePart
+			checkpointPart
+			commitPart
+			versionedPart
+		}{core, replacePart{p.Replace}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}}
+	case 227:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			checkpointPart
+			commitPart
+			versionedPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}}
+	case 230:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			checkpointPart
+			commitPart
+			versionedPart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}}
+	case 231:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			checkpointPart
+			commitPart
+			versionedPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}}
+	case 234:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			checkpointPart
+			commitPart
+			versionedPart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}}
+	case 235:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			checkpointPart
+			commitPart
+			versionedPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}}
+	case 238:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			checkpointPart
+			commitPart
+			versionedPart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}}
+	case 239:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			checkpointPart
+			commitPart
+			versionedPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}}
+	case 250:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			versionedPart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}}
+	case 251:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			versionedPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}}
+	case 254:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			versionedPart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}}
+	case 255:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			versionedPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}}
 	}
 	panic("capwrap: impossible part mask")
 }
