@@ -1,0 +1,30 @@
+// Package linearize checks that a session behaves as one linearizable list
+// of items under concurrent clients, with the porcupine checker
+// (github.com/anishathalye/porcupine).
+//
+// Model is the sequential specification: a session is a list of items, and
+// the operations are AddItems(batch), Items, Latest(n), PopItem and Clear
+// (session.Append, All, Latest, Pop and Clear). Record runs concurrent
+// clients against a real session and records what each call saw, with
+// call and return times from the system-wide monotonic clock, so that
+// histories recorded by several processes on one machine can be merged.
+// Check decides whether a history is linearizable; for one that is not,
+// Minimize shrinks it to a smaller history that is still not linearizable
+// and Explain and Visualize show it.
+//
+// Every item a history writes is unique (its client and sequence number
+// are its content), so the checker never has to guess which write a read
+// saw. A write that returned an error may or may not have happened: it is
+// recorded with an unknown output and a return time of infinity, so the
+// checker may place it anywhere after its call, including after every
+// other operation (not happened). A read that failed is left out: it
+// changed nothing and showed nothing.
+//
+// A list cannot be partitioned, and checking is NP-hard in the number of
+// concurrent operations, so a campaign checks many short histories (a few
+// hundred operations each), each on a fresh session.
+//
+// The package is a nested module, so that porcupine never enters the
+// library's go.mod. Its tests run the campaign against every backend
+// (see linearize_test.go and docs/reliability.md).
+package linearize

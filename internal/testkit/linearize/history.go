@@ -1,0 +1,232 @@
+package linearize
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// Never is the return time of an operation that failed: it may take effect
+// at any time after its call, or never.
+const Never int64 = math.MaxInt64
+
+// Op is one recorded operation.
+type Op struct {
+	// Client is the client that ran the operation.
+	Client int `json:"c"`
+	// Input and Output are what it asked and what it got.
+	Input  Input  `json:"in"`
+	Output Output `json:"out"`
+	// Call and Return are the system-wide monotonic clock (Now) before the
+	// call and after the return, in nanoseconds.
+	Call   int64 `json:"t0"`
+	Return int64 `json:"t1"`
+	// Err is the error the operation returned, if any.
+	Err string `json:"err,omitempty"`
+}
+
+// History is the operations recorded on one session, in any order.
+type History []Op
+
+// Operations returns the history as porcupine operations: a failed read is
+// left out, and a failed write gets an unknown output and the return time
+// Never.
+func (h History) Operations() []porcupine.Operation {
+	ops := make([]porcupine.Operation, 0, len(h))
+	for _, op := range h {
+		o := porcupine.Operation{ClientId: op.Client, Input: op.Input, Call: op.Call, Output: op.Output, Return: op.Return}
+		if op.Err != "" {
+			if op.Input.Kind == Items || op.Input.Kind == Latest {
+				continue
+			}
+			o.Output = Output{Unknown: true}
+			o.Return = Never
+			o.Metadata = op.Err
+		}
+		ops = append(ops, o)
+	}
+	return ops
+}
+
+// Ambiguous counts the operations of ops whose outcome is unknown.
+func Ambiguous(ops []porcupine.Operation) int {
+	n := 0
+	for _, op := range ops {
+		if op.Output.(Output).Unknown {
+			n++
+		}
+	}
+	return n
+}
+
+// Check reports whether ops are linearizable under Model; Unknown means
+// the check ran out of time.
+func Check(ops []porcupine.Operation, timeout time.Duration) porcupine.CheckResult {
+	return porcupine.CheckOperationsTimeout(Model, ops, timeout)
+}
+
+// Visualize writes porcupine's HTML visualization of ops (their partial
+// linearizations, and where each stops) to path.
+func Visualize(ops []porcupine.Operation, path string, timeout time.Duration) error {
+	_, info := porcupine.CheckOperationsVerbose(Model, ops, timeout)
+	return porcupine.VisualizePath(Model, info, path)
+}
+
+func isRead(op porcupine.Operation) bool {
+	k := op.Input.(Input).Kind
+	return k == Items || k == Latest
+}
+
+// prefix returns the part of ops that a history cut at time t proves: the
+// operations that returned by t, plus the writes still running at t with
+// an unknown outcome. Operations called after t are left out; they cannot
+// precede, in any linearization, an operation that returned by t. If the
+// prefix is not linearizable, neither is ops.
+func prefix(ops []porcupine.Operation, t int64) []porcupine.Operation {
+	var out []porcupine.Operation
+	for _, op := range ops {
+		switch {
+		case op.Call > t:
+		case op.Return <= t:
+			out = append(out, op)
+		case !isRead(op):
+			op.Output = Output{Unknown: true}
+			op.Return = Never
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+// observed returns the IDs that some output of ops shows.
+func observed(ops []porcupine.Operation) map[ID]bool {
+	seen := map[ID]bool{}
+	for _, op := range ops {
+		o := op.Output.(Output)
+		for _, id := range o.Items {
+			seen[id] = true
+		}
+		if o.OK {
+			seen[o.Popped] = true
+		}
+	}
+	return seen
+}
+
+// Minimize shrinks a history that is not linearizable to a smaller one
+// that is not linearizable either, within budget, by steps that each keep
+// that property:
+//
+//   - the shortest prefix (cut at a return time) that is not linearizable;
+//   - without each read that the violation does not need (a read changes
+//     nothing, so a linearization of the whole is one of the rest);
+//   - without each write none of whose items any output shows, when no
+//     failed PopItem might have removed one of them (such a write, left
+//     out of a linearization, changes no output).
+//
+// Each check in it gets timeout; a reduction whose check times out is not
+// taken. It returns ops unchanged if they are linearizable.
+func Minimize(ops []porcupine.Operation, budget, timeout time.Duration) []porcupine.Operation {
+	deadline := time.Now().Add(budget)
+	illegal := func(c []porcupine.Operation) bool { return Check(c, timeout) == porcupine.Illegal }
+	if !illegal(ops) {
+		return ops
+	}
+	// The shortest illegal prefix: illegal prefixes are upward closed.
+	var cuts []int64
+	for _, op := range ops {
+		if op.Return != Never {
+			cuts = append(cuts, op.Return)
+		}
+	}
+	slices.Sort(cuts)
+	cuts = slices.Compact(cuts)
+	lo, hi := 0, len(cuts) // the answer is in cuts[lo:hi], or none: ops itself
+	for lo < hi && time.Now().Before(deadline) {
+		mid := (lo + hi) / 2
+		if illegal(prefix(ops, cuts[mid])) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	if hi < len(cuts) {
+		if p := prefix(ops, cuts[hi]); illegal(p) {
+			ops = p
+		}
+	}
+	for changed := true; changed && time.Now().Before(deadline); {
+		changed = false
+		// Reads, newest first.
+		for i := len(ops) - 1; i >= 0 && time.Now().Before(deadline); i-- {
+			if !isRead(ops[i]) {
+				continue
+			}
+			c := slices.Delete(slices.Clone(ops), i, i+1)
+			if illegal(c) {
+				ops, changed = c, true
+			}
+		}
+		// Unobserved writes, when no failed PopItem could have taken one.
+		if slices.ContainsFunc(ops, func(op porcupine.Operation) bool {
+			return op.Input.(Input).Kind == PopItem && op.Output.(Output).Unknown
+		}) {
+			continue
+		}
+		seen := observed(ops)
+		unobserved := func(op porcupine.Operation) bool {
+			in := op.Input.(Input)
+			return in.Kind == AddItems && !slices.ContainsFunc(in.Batch, func(id ID) bool { return seen[id] })
+		}
+		if c := slices.DeleteFunc(slices.Clone(ops), unobserved); len(c) < len(ops) && illegal(c) {
+			ops, changed = c, true
+			continue
+		}
+		for i := len(ops) - 1; i >= 0 && time.Now().Before(deadline); i-- {
+			if !unobserved(ops[i]) {
+				continue
+			}
+			c := slices.Delete(slices.Clone(ops), i, i+1)
+			if illegal(c) {
+				ops, changed = c, true
+			}
+		}
+	}
+	return ops
+}
+
+// Explain lists ops by call time, one a line: client, call and return in
+// microseconds from the first call, and the operation.
+func Explain(ops []porcupine.Operation) string {
+	ops = slices.Clone(ops)
+	slices.SortStableFunc(ops, func(a, b porcupine.Operation) int {
+		if a.Call != b.Call {
+			if a.Call < b.Call {
+				return -1
+			}
+			return 1
+		}
+		return 0
+	})
+	var b strings.Builder
+	if len(ops) == 0 {
+		return ""
+	}
+	base := ops[0].Call
+	for _, op := range ops {
+		ret := "∞"
+		if op.Return != Never {
+			ret = fmt.Sprintf("%d", (op.Return-base)/1000)
+		}
+		fmt.Fprintf(&b, "  client %-3d [%7d, %7s] µs  %s", op.ClientId, (op.Call-base)/1000, ret, Describe(op.Input.(Input), op.Output.(Output)))
+		if op.Metadata != nil {
+			fmt.Fprintf(&b, "  (%v)", op.Metadata)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
