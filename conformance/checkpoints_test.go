@@ -53,6 +53,31 @@ type refCkpt struct {
 	ckptPart
 }
 
+// refFull is refCkpt with a VersionedReplacer: every capability graded.
+type refFull struct {
+	refCkpt
+	verPart
+}
+
+// verPart is the reference adapter's VersionedReplacer.
+type verPart struct{ v session.VersionedReplacer }
+
+func (p verPart) HistoryVersion(ctx context.Context) (string, error) { return p.v.HistoryVersion(ctx) }
+func (p verPart) ReplaceItemsIf(ctx context.Context, version string, items []session.Item) error {
+	return p.v.ReplaceItemsIf(ctx, version, items)
+}
+
+// replacesAnyVersion replaces whatever the version: a rewrite beside writers
+// loses their appends.
+type replacesAnyVersion struct {
+	std
+	verPart
+}
+
+func (p replacesAnyVersion) ReplaceItemsIf(ctx context.Context, _ string, items []session.Item) error {
+	return p.v.ReplaceItems(ctx, items)
+}
+
 func wrapStdCkpt(s session.Session) session.Session {
 	return stdCkpt{std{plain{s}}, ckptPart{committer(s)}}
 }

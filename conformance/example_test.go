@@ -66,8 +66,8 @@ func Example() {
 	}
 	fmt.Println("level", rep.Level)
 	// Output:
-	// contract: FULL, 32 passed, 0 failed, 1 skipped of 33
-	// contract (capabilities hidden): BASE, 19 passed, 0 failed, 14 skipped of 33
+	// contract: FULL, 34 passed, 0 failed, 1 skipped of 35
+	// contract (capabilities hidden): BASE, 19 passed, 0 failed, 16 skipped of 35
 	// held-write: FULL, 144 passed, 0 failed, 0 skipped of 144
 	// level FULL
 }

@@ -245,6 +245,11 @@ func TestTheSuiteCatchesBrokenAdapters(t *testing.T) {
 		{"batches interleave", func(t *testing.T) *brokenHarness {
 			return newBroken(t, "per-item", 0, func(s session.Session) session.Session { return perItem{plain{s}} })
 		}, []string{"concurrency/two-handles"}, conformance.LevelNone},
+		{"a conditional replace ignores the version", func(t *testing.T) *brokenHarness {
+			return newBroken(t, "ignores-version", latestReplace|session.Caps(session.CapVersionedReplace), func(s session.Session) session.Session {
+				return replacesAnyVersion{std{plain{s}}, verPart{s.(session.VersionedReplacer)}}
+			})
+		}, []string{"versioned-replace/semantics", "versioned-replace/beside-writers"}, conformance.LevelBasePartial},
 		{"declared but not implemented", func(t *testing.T) *brokenHarness {
 			return newBroken(t, "undeclared", session.Caps(session.CapReplace), func(s session.Session) session.Session { return plain{s} })
 		}, []string{"capabilities/declared-implemented"}, conformance.LevelNone},
@@ -355,17 +360,17 @@ func (s stopsAtCorrupt) Items(ctx context.Context) ([]session.Item, error) {
 }
 
 // contractOnly selects the contract's clauses.
-var contractOnly = regexp.MustCompile(`^(core|input|ids|corrupt|cancel|concurrency|capabilities|limit|replace|run-context|ttl|checkpoints|checkpoint-commit)/`)
+var contractOnly = regexp.MustCompile(`^(core|input|ids|corrupt|cancel|concurrency|capabilities|limit|replace|run-context|ttl|checkpoints|checkpoint-commit|versioned-replace)/`)
 
 // TestCheckGradesTheReferenceAdapterFull runs the whole suite, every part,
 // on a sound adapter declaring every capability the contract grades.
 func TestCheckGradesTheReferenceAdapterFull(t *testing.T) {
-	h := newBroken(t, "reference", latestReplace|session.Caps(session.CapRunContext, session.CapTTL)|checkpointCaps,
+	h := newBroken(t, "reference", latestReplace|session.Caps(session.CapRunContext, session.CapTTL, session.CapVersionedReplace)|checkpointCaps,
 		func(s session.Session) session.Session {
-			return refCkpt{awareTTL{aware{std{plain{s}}}, nil}, ckptPart{committer(s)}}
+			return refFull{refCkpt{awareTTL{aware{std{plain{s}}}, nil}, ckptPart{committer(s)}}, verPart{s.(session.VersionedReplacer)}}
 		})
 	h.wrapTTL = func(s session.Session, _ time.Duration) session.Session {
-		return refCkpt{awareTTL{aware{std{plain{s}}}, s.(session.Expirer)}, ckptPart{committer(s)}}
+		return refFull{refCkpt{awareTTL{aware{std{plain{s}}}, s.(session.Expirer)}, ckptPart{committer(s)}}, verPart{s.(session.VersionedReplacer)}}
 	}
 	rep := conformance.Check(context.Background(), h, conformance.Options{})
 	require.True(t, rep.OK(), rep.Summary())

@@ -64,7 +64,7 @@ func FromLimitSession[T any](s LimitSession[T], c Codec[T]) session.Session {
 //	LatestItems(ctx, 0)      no call; empty result   (their 0 would mean all)
 //	LatestItems(ctx, n < 0)  no call; ErrInvalidLimit (their n < 0 would mean all)
 //	AddItems(ctx, items)     AddItems(ctx, decoded)  (whole batch validated and decoded first; empty batch: no call)
-//	PopItem(ctx)             PopItem(ctx)            (nil -> (Item{}, false, nil))
+//	PopItem(ctx)             GetItems(ctx, 1), then PopItem(ctx) (nil -> (Item{}, false, nil))
 //	Clear(ctx)               ClearSession(ctx)
 //
 // Every call (after LatestItems' limit check and AddItems' batch
@@ -72,8 +72,9 @@ func FromLimitSession[T any](s LimitSession[T], c Codec[T]) session.Session {
 // session.ErrInvalidSessionID for an empty id before calling anything.
 // An item of s that the codec cannot encode as a JSON object is skipped
 // and reported through opts.OnCorrupt, never silently: a read returns the
-// other items (a limit counts encodable items only) and a pop removes it
-// and pops the next.
+// other items (a limit counts encodable items only); a pop finding it
+// newest keeps it and fails with session.ErrCorruptRecord, since the shape
+// can pop only the newest.
 //
 // The shim adds no guarantee s lacks: AddItems is atomic, and two handles
 // on one id are safe, only if s makes them so (nlpodyssey's SQLiteSession
@@ -169,21 +170,32 @@ func (a *fromLimit[T]) AddItems(ctx context.Context, items []session.Item) error
 	return a.s.AddItems(ctx, ts)
 }
 
+// PopItem reads the newest item before popping it: the shape's PopItem
+// removes whatever is newest, so an unreadable newest record is reported
+// and kept, and PopItem fails with session.ErrCorruptRecord.
 func (a *fromLimit[T]) PopItem(ctx context.Context) (session.Item, bool, error) {
 	if err := a.ready(ctx); err != nil {
 		return session.Item{}, false, err
 	}
-	for {
-		p, err := a.s.PopItem(ctx)
-		if err != nil || p == nil {
-			return session.Item{}, false, err
-		}
-		it, err := a.c.Encode(*p)
-		if err == nil {
-			return it, true, nil
-		}
-		a.report(ctx, "PopItem", *p, err)
+	newest, err := a.s.GetItems(ctx, 1)
+	if err != nil || len(newest) == 0 {
+		return session.Item{}, false, err
 	}
+	if _, err := a.c.Encode(newest[len(newest)-1]); err != nil {
+		a.report(ctx, "PopItem", newest[len(newest)-1], err)
+		return session.Item{}, false, fmt.Errorf("%w: the newest record is unreadable and the wrapped session can only pop the newest; nothing removed", session.ErrCorruptRecord)
+	}
+	p, err := a.s.PopItem(ctx)
+	if err != nil || p == nil {
+		return session.Item{}, false, err
+	}
+	it, err := a.c.Encode(*p)
+	if err != nil {
+		// Another writer put it there after the read above.
+		a.report(ctx, "PopItem", *p, err)
+		return session.Item{}, false, fmt.Errorf("%w: the wrapped session popped an unreadable record written meanwhile (reported with its bytes)", session.ErrCorruptRecord)
+	}
+	return it, true, nil
 }
 
 func (a *fromLimit[T]) Clear(ctx context.Context) error {

@@ -152,23 +152,31 @@ func (s *plainSession) AddItems(items []session.Item) error {
 }
 
 func (s *plainSession) PopItem() (session.Item, bool, error) {
-	for {
-		s.st.mu.Lock()
-		h := s.st.data[s.id]
-		if len(h) == 0 {
-			s.st.mu.Unlock()
-			return session.Item{}, false, nil
-		}
-		pos := len(h) - 1
-		raw := h[pos]
-		s.st.data[s.id] = h[:pos:pos]
-		s.st.mu.Unlock()
-		it, err := driver.DecodeStored(raw)
-		if err == nil {
-			return it, true, nil
-		}
-		s.report(pos, raw, err)
+	type bad struct {
+		pos int
+		raw []byte
+		err error
 	}
+	var corrupt []bad
+	var it session.Item
+	found := false
+	s.st.mu.Lock()
+	h := s.st.data[s.id]
+	for pos := len(h) - 1; pos >= 0; pos-- {
+		var err error
+		if it, err = driver.DecodeStored(bytes.Clone(h[pos])); err != nil {
+			corrupt = append(corrupt, bad{pos, bytes.Clone(h[pos]), err})
+			continue
+		}
+		s.st.data[s.id] = append(h[:pos:pos], h[pos+1:]...)
+		found = true
+		break
+	}
+	s.st.mu.Unlock()
+	for _, c := range corrupt {
+		s.report(c.pos, c.raw, c.err)
+	}
+	return it, found, nil
 }
 
 func (s *plainSession) Clear() error {

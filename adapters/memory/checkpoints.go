@@ -22,7 +22,9 @@ func (s *Session) LoadCheckpoint(ctx context.Context, name string) ([]byte, int6
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
 	}
-	s.st.mu.Lock()
+	if err := s.st.lock(); err != nil {
+		return nil, 0, err
+	}
 	defer s.st.mu.Unlock()
 	h := s.lookup(false)
 	if h == nil {
@@ -55,7 +57,9 @@ func (s *Session) AppendWithCheckpoint(ctx context.Context, items []session.Item
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	s.st.mu.Lock()
+	if err := s.st.lock(); err != nil {
+		return 0, err
+	}
 	defer s.st.mu.Unlock()
 	h := s.lookup(true)
 	c, ok := h.checkpoints[name]
@@ -71,6 +75,7 @@ func (s *Session) AppendWithCheckpoint(ctx context.Context, items []session.Item
 	next := c.version + 1
 	h.checkpoints[name] = checkpoint{doc: append([]byte(nil), doc...), version: next}
 	h.records = append(h.records, recs...)
+	s.st.changed(h)
 	s.touch(h)
 	return next, nil
 }
@@ -81,7 +86,9 @@ func (s *Session) DeleteCheckpoint(ctx context.Context, name string, version int
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	s.st.mu.Lock()
+	if err := s.st.lock(); err != nil {
+		return err
+	}
 	defer s.st.mu.Unlock()
 	h := s.lookup(false)
 	var c checkpoint
@@ -105,7 +112,9 @@ func (s *Session) ListCheckpoints(ctx context.Context) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	s.st.mu.Lock()
+	if err := s.st.lock(); err != nil {
+		return nil, err
+	}
 	defer s.st.mu.Unlock()
 	names := []string{}
 	if h := s.lookup(false); h != nil {

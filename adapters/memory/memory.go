@@ -34,15 +34,46 @@ type Options struct {
 
 // Store holds sessions in memory.
 type Store struct {
-	opts Options
-	mu   sync.Mutex
-	data map[string]*history
+	opts   Options
+	mu     sync.Mutex
+	data   map[string]*history
+	closed bool
+	writes uint64 // numbers every change of a history, for HistoryVersion
 }
 
 type history struct {
 	records     [][]byte
 	checkpoints map[string]checkpoint
 	expires     time.Time // zero: never
+	version     uint64    // st.writes at the history's last change
+}
+
+// Close marks the store closed: every later call on it or on a session of
+// it fails with session.ErrClosed, as on the other adapters. The data is
+// dropped. Close is idempotent.
+func (st *Store) Close() error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.closed = true
+	st.data = map[string]*history{}
+	return nil
+}
+
+// lock takes st.mu and reports ErrClosed (without holding it) on a closed
+// store.
+func (st *Store) lock() error {
+	st.mu.Lock()
+	if st.closed {
+		st.mu.Unlock()
+		return session.ErrClosed
+	}
+	return nil
+}
+
+// changed records a change of h's records. The caller holds st.mu.
+func (st *Store) changed(h *history) {
+	st.writes++
+	h.version = st.writes
 }
 
 // New returns an empty Store.
@@ -71,9 +102,9 @@ type Session struct {
 }
 
 var (
-	_ session.LatestReader = (*Session)(nil)
-	_ session.Replacer     = (*Session)(nil)
-	_ session.Expirer      = (*Session)(nil)
+	_ session.LatestReader      = (*Session)(nil)
+	_ session.VersionedReplacer = (*Session)(nil)
+	_ session.Expirer           = (*Session)(nil)
 )
 
 // SessionID returns the session's id.
@@ -125,7 +156,9 @@ func (s *Session) read(ctx context.Context, n int) ([]session.Item, error) {
 		err error
 	}
 	var corrupt []bad
-	s.st.mu.Lock()
+	if err := s.st.lock(); err != nil {
+		return nil, err
+	}
 	h := s.lookup(false)
 	var out []session.Item
 	if h != nil {
@@ -172,10 +205,13 @@ func (s *Session) AddItems(ctx context.Context, items []session.Item) error {
 		return nil
 	}
 	recs, _ := records(items)
-	s.st.mu.Lock()
+	if err := s.st.lock(); err != nil {
+		return err
+	}
 	defer s.st.mu.Unlock()
 	h := s.lookup(true)
 	h.records = append(h.records, recs...)
+	s.st.changed(h)
 	s.touch(h)
 	return nil
 }
@@ -199,33 +235,44 @@ func (s *Session) appendRaw(raw []byte) {
 	defer s.st.mu.Unlock()
 	h := s.lookup(true)
 	h.records = append(h.records, append([]byte(nil), raw...))
+	s.st.changed(h)
 }
 
-// PopItem removes and returns the newest item. A corrupt newest record is
-// removed, reported, and skipped.
+// PopItem removes and returns the newest readable item. An unreadable
+// record is never removed: PopItem walks down past it, reporting it and
+// leaving it in place, as the other adapters do. A session without a
+// readable item gives ok == false and removes nothing.
 func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return session.Item{}, false, err
 	}
-	for {
-		s.st.mu.Lock()
-		h := s.lookup(false)
-		if h == nil || len(h.records) == 0 {
-			s.st.mu.Unlock()
-			return session.Item{}, false, nil
-		}
-		pos := len(h.records) - 1
-		raw := h.records[pos]
-		h.records = h.records[:pos:pos]
-		s.touch(h)
-		s.st.mu.Unlock()
-		it, err := driver.DecodeStored(raw)
-		if err == nil {
-			return it, true, nil
-		}
-		s.st.opts.OnCorrupt.Report(ctx, driver.CorruptRecord{
-			SessionID: s.id, Position: "index " + strconv.Itoa(pos), Raw: raw, Err: err})
+	if err := s.st.lock(); err != nil {
+		return session.Item{}, false, err
 	}
+	var corrupt []driver.CorruptRecord
+	var it session.Item
+	found := false
+	if h := s.lookup(false); h != nil {
+		for pos := len(h.records) - 1; pos >= 0; pos-- {
+			raw := h.records[pos]
+			var err error
+			if it, err = driver.DecodeStored(append([]byte(nil), raw...)); err != nil {
+				corrupt = append(corrupt, driver.CorruptRecord{
+					SessionID: s.id, Position: "index " + strconv.Itoa(pos), Raw: append([]byte(nil), raw...), Err: err})
+				continue
+			}
+			h.records = append(h.records[:pos:pos], h.records[pos+1:]...)
+			s.st.changed(h)
+			s.touch(h)
+			found = true
+			break
+		}
+	}
+	s.st.mu.Unlock()
+	for _, c := range corrupt {
+		s.st.opts.OnCorrupt.Report(ctx, c)
+	}
+	return it, found, nil
 }
 
 // Clear deletes the session's history; its checkpoints stay.
@@ -233,7 +280,9 @@ func (s *Session) Clear(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	s.st.mu.Lock()
+	if err := s.st.lock(); err != nil {
+		return err
+	}
 	defer s.st.mu.Unlock()
 	s.dropRecords()
 	return nil
@@ -243,7 +292,12 @@ func (s *Session) Clear(ctx context.Context) error {
 // holds st.mu.
 func (s *Session) dropRecords() {
 	h := s.st.data[s.id]
-	if h == nil || len(h.checkpoints) == 0 {
+	if h == nil {
+		return
+	}
+	s.st.changed(h)
+	if len(h.checkpoints) == 0 {
+		// The next history starts from st.writes, above this version.
 		delete(s.st.data, s.id)
 		return
 	}
@@ -252,6 +306,37 @@ func (s *Session) dropRecords() {
 
 // ReplaceItems atomically replaces the history with items.
 func (s *Session) ReplaceItems(ctx context.Context, items []session.Item) error {
+	return s.replace(ctx, nil, items)
+}
+
+// HistoryVersion returns the version of the session's history: a number
+// the store advances on every change, so it never comes back.
+func (s *Session) HistoryVersion(ctx context.Context) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	if err := s.st.lock(); err != nil {
+		return "", err
+	}
+	defer s.st.mu.Unlock()
+	return s.version(), nil
+}
+
+// version returns the history's version. The caller holds st.mu.
+func (s *Session) version() string {
+	if h := s.lookup(false); h != nil && len(h.records) > 0 {
+		return strconv.FormatUint(h.version, 10)
+	}
+	return "0"
+}
+
+// ReplaceItemsIf replaces the history with items if its version is still
+// version, and otherwise returns session.ErrHistoryChanged.
+func (s *Session) ReplaceItemsIf(ctx context.Context, version string, items []session.Item) error {
+	return s.replace(ctx, &version, items)
+}
+
+func (s *Session) replace(ctx context.Context, version *string, items []session.Item) error {
 	if err := driver.ValidateBatch(items); err != nil {
 		return err
 	}
@@ -259,14 +344,20 @@ func (s *Session) ReplaceItems(ctx context.Context, items []session.Item) error 
 		return err
 	}
 	recs, _ := records(items)
-	s.st.mu.Lock()
+	if err := s.st.lock(); err != nil {
+		return err
+	}
 	defer s.st.mu.Unlock()
+	if version != nil && *version != s.version() {
+		return session.ErrHistoryChanged
+	}
 	if len(recs) == 0 {
 		s.dropRecords()
 		return nil
 	}
 	h := s.lookup(true)
 	h.records = recs
+	s.st.changed(h)
 	s.touch(h)
 	return nil
 }
@@ -279,7 +370,9 @@ func (s *Session) ExpiresIn(ctx context.Context) (time.Duration, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, false, err
 	}
-	s.st.mu.Lock()
+	if err := s.st.lock(); err != nil {
+		return 0, false, err
+	}
 	defer s.st.mu.Unlock()
 	h := s.lookup(false)
 	if h == nil || h.expires.IsZero() {
@@ -293,7 +386,9 @@ func (s *Session) Touch(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	s.st.mu.Lock()
+	if err := s.st.lock(); err != nil {
+		return err
+	}
 	defer s.st.mu.Unlock()
 	if h := s.lookup(false); h != nil {
 		s.touch(h)
@@ -306,7 +401,9 @@ func (st *Store) ListSessions(ctx context.Context) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	st.mu.Lock()
+	if err := st.lock(); err != nil {
+		return nil, err
+	}
 	defer st.mu.Unlock()
 	now := st.opts.Now()
 	ids := make([]string, 0, len(st.data))

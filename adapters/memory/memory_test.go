@@ -46,7 +46,7 @@ func (h *harness) OpenPeer(_ context.Context, id string) (session.Session, error
 	return h.store.Session(id)
 }
 func (h *harness) Declared() session.Capabilities {
-	return session.Caps(session.CapLatest, session.CapReplace, session.CapTTL, session.CapCheckpoints, session.CapCheckpointCommit)
+	return session.Caps(session.CapLatest, session.CapReplace, session.CapTTL, session.CapCheckpoints, session.CapCheckpointCommit, session.CapVersionedReplace)
 }
 func (h *harness) AppendRaw(_ context.Context, id string, raw []byte) error {
 	s, err := h.store.Session(id)

@@ -58,6 +58,8 @@ func Clauses() []suite.Clause {
 		also(capability("checkpoints/ttl", session.CapCheckpoints, clauseCheckpointTTL), session.CapTTL),
 		capability("checkpoint-commit/atomic", session.CapCheckpointCommit, clauseCommitAtomic),
 		capability("checkpoint-commit/observed-atomically", session.CapCheckpointCommit, clauseCommitObserved),
+		capability("versioned-replace/semantics", session.CapVersionedReplace, clauseVersionedSemantics),
+		capability("versioned-replace/beside-writers", session.CapVersionedReplace, clauseVersionedBesideWriters),
 	}
 }
 
