@@ -20,6 +20,14 @@ func ferretArgs(listen, dir string) []string {
 	return []string{"ferretdb", "-listen", listen, "-dir", dir}
 }
 
+// ferretPostgresArgs are the launcher's arguments to run FerretDB on its
+// PostgreSQL backend, listening on listen, with its data in the database
+// pgURL names, and its write commands serialised (see the launcher's
+// -serialize-writes).
+func ferretPostgresArgs(listen, pgURL string) []string {
+	return []string{"ferretdb", "-listen", listen, "-postgresql-url", pgURL, "-serialize-writes"}
+}
+
 // FerretDB is a private FerretDB v1.24 (SQLite backend) run by the
 // launcher, for tests that stop and restart their Mongo-wire server (fault
 // tests). It keeps its port, so its URI, and its data directory across Stop

@@ -5,7 +5,7 @@
 // Each server is chosen in this order: an address from the environment, else
 // a testcontainers-go container when a Docker engine answers (standalone
 // Redis, Mongo and PostgreSQL only), else a local server on a free loopback
-// port (redis-server; FerretDB with its SQLite backend for Mongo; a
+// port (redis-server; FerretDB with its PostgreSQL backend for Mongo; a
 // throwaway initdb cluster for PostgreSQL, run as the user "postgres" when
 // the tests run as root). Shared servers are started
 // lazily, once per test process, and stopped by [Main]:
@@ -60,6 +60,7 @@ const (
 	KindContainer        = "container"
 	KindLocalRedisServer = "local-redis-server"
 	KindFerretDBSQLite   = "ferretdb-sqlite"
+	KindFerretDBPostgres = "ferretdb-postgresql"
 )
 
 // Main runs the tests of a package and then stops every server this process

@@ -20,8 +20,10 @@ import (
 func runFerretDB(args []string) error {
 	fs := newFlagSet("ferretdb")
 	listen := fs.String("listen", "127.0.0.1:0", "TCP address to listen on (port 0 picks a free port)")
-	dir := fs.String("dir", "", "directory for the SQLite databases (created if missing)")
+	dir := fs.String("dir", "", "directory for the SQLite databases (created if missing); with -postgresql-url, unused")
+	pgURL := fs.String("postgresql-url", "", "use FerretDB's PostgreSQL backend on this database URL instead of SQLite; the database is created if missing")
 	watchStdin := fs.Bool("stdin", true, "stop when standard input is closed")
+	serialize := fs.Bool("serialize-writes", false, "listen through a proxy that runs the write commands of each collection one at a time (atomic single-document updates); not with -tls-listen")
 	var t tlsFiles
 	fs.StringVar(&t.listen, "tls-listen", "", "TLS address to listen on instead of -listen (port 0 picks a free port)")
 	fs.StringVar(&t.cert, "tls-cert", "", "server certificate (PEM), with -tls-listen")
@@ -30,16 +32,48 @@ func runFerretDB(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *dir == "" {
-		return errors.New("-dir is required")
+	if *dir == "" && *pgURL == "" {
+		return errors.New("-dir or -postgresql-url is required")
+	}
+
+	if *serialize && t.listen != "" {
+		return errors.New("-serialize-writes does not support -tls-listen")
 	}
 
 	ctx, cancel := untilDone(*watchStdin)
 	defer cancel()
 
-	srv, err := startFerretDB(ctx, *listen, t, *dir, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+	public := *listen
+	if *serialize {
+		*listen = "127.0.0.1:0" // FerretDB itself; the proxy takes the public address
+	}
+
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	var srv *ferretServer
+	var err error
+	if *pgURL != "" {
+		srv, err = startFerretDBPostgres(ctx, *listen, t, *pgURL, logger)
+	} else {
+		srv, err = startFerretDB(ctx, *listen, t, *dir, logger)
+	}
 	if err != nil {
 		return err
+	}
+	if *serialize {
+		u, err := url.Parse(srv.URI)
+		if err != nil {
+			return err
+		}
+		p, err := newWriteSerializer(public, u.Host)
+		if err != nil {
+			return err
+		}
+		go p.serve(ctx)
+		u.Host = p.Addr()
+		srv.URI = u.String()
+		if err := pingMongo(ctx, srv.URI, 30*time.Second); err != nil {
+			return fmt.Errorf("ferretdb behind the write serializer at %s does not answer: %w", srv.URI, err)
+		}
 	}
 	ready(srv.URI)
 	return srv.Wait()
@@ -77,20 +111,46 @@ func startFerretDB(ctx context.Context, listen string, t tlsFiles, dir string, l
 	// an immediate one waits for the lock through the busy timeout.
 	sqliteURL := (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs) + "/", RawQuery: "_txlock=immediate"}).String()
 
-	lc := ferretdb.ListenerConfig{TCP: listen}
-	if t.listen != "" {
-		// FerretDB's TLSCAFile asks clients for certificates; the CA here is
-		// only what clients verify the server with.
-		lc = ferretdb.ListenerConfig{TLS: t.listen, TLSCertFile: t.cert, TLSKeyFile: t.key}
-	}
-	f, err := ferretdb.New(&ferretdb.Config{
-		Listener:  lc,
+	return runFerretDBConfig(ctx, t, &ferretdb.Config{
+		Listener:  listenerConfig(listen, t),
 		Logger:    logger,
 		Handler:   "sqlite",
 		SQLiteURL: sqliteURL,
 	})
+}
+
+// startFerretDBPostgres starts FerretDB with the PostgreSQL handler on
+// listen, storing its databases as schemas of the PostgreSQL database
+// pgURL names (created first if missing), and returns once a MongoDB
+// driver can ping it. The server runs until ctx is canceled.
+func startFerretDBPostgres(ctx context.Context, listen string, t tlsFiles, pgURL string, logger *slog.Logger) (*ferretServer, error) {
+	if err := createDatabase(ctx, pgURL); err != nil {
+		return nil, err
+	}
+	return runFerretDBConfig(ctx, t, &ferretdb.Config{
+		Listener:      listenerConfig(listen, t),
+		Logger:        logger,
+		Handler:       "postgresql",
+		PostgreSQLURL: pgURL,
+	})
+}
+
+// listenerConfig is FerretDB's listener on listen, or on t.listen with TLS.
+func listenerConfig(listen string, t tlsFiles) ferretdb.ListenerConfig {
+	if t.listen != "" {
+		// FerretDB's TLSCAFile asks clients for certificates; the CA here is
+		// only what clients verify the server with.
+		return ferretdb.ListenerConfig{TLS: t.listen, TLSCertFile: t.cert, TLSKeyFile: t.key}
+	}
+	return ferretdb.ListenerConfig{TCP: listen}
+}
+
+// runFerretDBConfig starts FerretDB with cfg and waits until a MongoDB
+// driver can ping it.
+func runFerretDBConfig(ctx context.Context, t tlsFiles, cfg *ferretdb.Config) (*ferretServer, error) {
+	f, err := ferretdb.New(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("ferretdb.New (sqlite %s): %w", sqliteURL, err)
+		return nil, fmt.Errorf("ferretdb.New (%s): %w", cfg.Handler, err)
 	}
 
 	srv := &ferretServer{done: make(chan error, 1)}

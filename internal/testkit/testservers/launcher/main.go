@@ -7,6 +7,7 @@
 // Usage:
 //
 //	launcher ferretdb -listen 127.0.0.1:PORT -dir DIR
+//	launcher ferretdb -listen 127.0.0.1:PORT -postgresql-url URL
 //	launcher container redis|mongo|postgres
 //	launcher docker-ping
 //
@@ -55,7 +56,7 @@ func main() {
 
 func usage() {
 	fmt.Fprint(os.Stderr, `usage:
-  launcher ferretdb -listen 127.0.0.1:PORT -dir DIR [-stdin=true] [-tls-listen ADDR -tls-cert F -tls-key F -tls-ca F]
+  launcher ferretdb -listen 127.0.0.1:PORT (-dir DIR | -postgresql-url URL) [-stdin=true] [-tls-listen ADDR -tls-cert F -tls-key F -tls-ca F]
   launcher container redis|mongo|postgres [-stdin=true]
   launcher docker-ping [-timeout 3s]
 `)
