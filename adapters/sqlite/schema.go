@@ -33,6 +33,7 @@ type queries struct {
 	inserts       [maxCachedInsert + 1]string
 	clearMessages string
 	clearSession  string
+	version       string // the history's version: row count and newest id
 
 	ck checkpointQueries
 }
@@ -82,6 +83,7 @@ func newQueryText(o Options) *queries {
 		deleteID:      `DELETE FROM ` + m + ` WHERE id = ?1`,
 		clearMessages: `DELETE FROM ` + m + ` WHERE session_id = ?1`,
 		clearSession:  `DELETE FROM ` + s + ` WHERE session_id = ?1`,
+		version:       `SELECT count(*) || ':' || coalesce(max(id), 0) FROM ` + m + ` WHERE session_id = ?1`,
 	}
 }
 

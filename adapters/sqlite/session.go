@@ -21,8 +21,8 @@ type Session struct {
 }
 
 var (
-	_ session.LatestReader = (*Session)(nil)
-	_ session.Replacer     = (*Session)(nil)
+	_ session.LatestReader      = (*Session)(nil)
+	_ session.VersionedReplacer = (*Session)(nil)
 )
 
 // SessionID returns the session's id.
@@ -355,6 +355,50 @@ func (s *Session) ReplaceItems(ctx context.Context, items []session.Item) error 
 		return err
 	}
 	return s.st.writeW(ctx, "replace items", false, func(ctx context.Context, w *wconn, _ bool) error {
+		if len(items) == 0 {
+			return s.clear(ctx, w)
+		}
+		if err := w.exec(ctx, s.st.q.clearMessages, s.id); err != nil {
+			return err
+		}
+		return s.insert(ctx, w, items)
+	})
+}
+
+// HistoryVersion returns the version of the session's stored rows: their
+// count and the newest id. AUTOINCREMENT never hands out an id twice, so
+// a changed history never brings an old version back.
+func (s *Session) HistoryVersion(ctx context.Context) (string, error) {
+	if err := s.st.check(ctx); err != nil {
+		return "", err
+	}
+	var v string
+	if err := s.st.db.QueryRowContext(ctx, s.st.q.version, s.id).Scan(&v); err != nil {
+		return "", s.st.wrap(ctx, "read the history version", err)
+	}
+	return v, nil
+}
+
+// ReplaceItemsIf replaces the history with items, as ReplaceItems does, if
+// its version is still version, checked in the replacing transaction;
+// otherwise it returns an error wrapping session.ErrHistoryChanged and
+// writes nothing.
+func (s *Session) ReplaceItemsIf(ctx context.Context, version string, items []session.Item) error {
+	if err := driver.ValidateBatch(items); err != nil {
+		return err
+	}
+	return s.st.writeW(ctx, "replace items", false, func(ctx context.Context, w *wconn, _ bool) error {
+		stmt, err := w.stmt(ctx, s.st.q.version)
+		if err != nil {
+			return err
+		}
+		var now string
+		if err := stmt.QueryRowContext(ctx, s.id).Scan(&now); err != nil {
+			return err
+		}
+		if now != version {
+			return untouched(fmt.Errorf("session %q: %w", s.id, session.ErrHistoryChanged))
+		}
 		if len(items) == 0 {
 			return s.clear(ctx, w)
 		}
