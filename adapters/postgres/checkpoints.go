@@ -170,8 +170,11 @@ func (s *Session) SaveCheckpoint(ctx context.Context, name string, doc []byte, v
 // transaction: BEGIN and the checkpoint statement first (one round trip),
 // so that a version that is not the stored one rolls back before anything
 // was written (the error wraps session.ErrCheckpointConflict); then
-// AddItems's session-row upsert and insert (one round trip); then COMMIT.
-// An empty batch only saves the checkpoint, in one statement.
+// AddItems's session-row lock, upsert and insert (one round trip); then
+// COMMIT. An empty batch only saves the checkpoint, in one statement. An
+// error wrapping session.ErrOutcomeUnknown means the save (and the batch)
+// may have been committed: the deadline passed or the connection failed
+// once the commit was sent. Any other error means nothing was written.
 func (s *Session) AppendWithCheckpoint(ctx context.Context, items []session.Item, name string, doc []byte, version int64) (int64, error) {
 	if err := validCheckpoint(name, doc); err != nil {
 		return 0, err
@@ -193,26 +196,28 @@ func (s *Session) AppendWithCheckpoint(ctx context.Context, items []session.Item
 	if sql == "" {
 		return 0, s.st.wrap(ctx, op, s.conflict(ctx, s.st.pool, name, version))
 	}
+	c, err := s.st.pool.Acquire(ctx)
+	if err != nil {
+		return 0, s.st.wrap(ctx, op, err)
+	}
+	defer c.Release()
 	if len(items) == 0 {
 		var next int64
-		err := s.st.pool.QueryRow(ctx, sql, args...).Scan(&next)
+		err := c.QueryRow(ctx, sql, args...).Scan(&next)
 		if errors.Is(err, pgx.ErrNoRows) {
-			err = s.conflict(ctx, s.st.pool, name, version)
+			err = s.conflict(ctx, c, name, version)
+		} else {
+			err = sent(s.idError(err))
 		}
 		if err != nil {
 			return 0, s.st.wrap(ctx, op, err)
 		}
 		return next, nil
 	}
-	c, err := s.st.pool.Acquire(ctx)
-	if err != nil {
-		return 0, s.st.wrap(ctx, op, err)
-	}
-	defer c.Release()
 	next, err := s.appendWithCheckpoint(ctx, c, items, name, version, sql, args)
 	if err != nil {
 		rollback(ctx, c)
-		return 0, s.st.wrap(ctx, op, err)
+		return 0, s.st.wrap(ctx, op, s.idError(err))
 	}
 	return next, nil
 }
@@ -241,12 +246,14 @@ func (s *Session) appendWithCheckpoint(ctx context.Context, c *pgxpool.Conn, ite
 		return 0, err
 	}
 	b = pgx.Batch{}
+	b.Queue(s.st.q.lockSession, s.sid)
 	b.Queue(s.st.q.upsertSession, s.sid)
 	b.Queue(s.st.q.insert, s.sid, texts(items))
 	br = c.SendBatch(ctx, &b)
-	_, err = br.Exec()
-	if err == nil {
-		_, err = br.Exec()
+	for range b.Len() {
+		if _, err = br.Exec(); err != nil {
+			break
+		}
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr

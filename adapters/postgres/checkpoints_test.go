@@ -383,9 +383,10 @@ func TestCheckpointsPythonTables(t *testing.T) {
 		return out
 	}
 	before := pythonColumns()
-	// Python's tables lack the (session_id, id) index, which a default
-	// open adds; make it, so that only the checkpoints table is missing.
-	_, err = c.Exec(ctx, `CREATE INDEX idx_agent_messages_session_id ON agent_messages (session_id, id)`)
+	// Python's tables lack the (session_id, created_at, id) index, which
+	// a default open adds; make it, so that only the checkpoints table is
+	// missing.
+	_, err = c.Exec(ctx, `CREATE INDEX idx_agent_messages_time_id ON agent_messages (session_id, created_at, id)`)
 	require.NoError(t, err)
 	hasTable := func() bool {
 		var ok bool

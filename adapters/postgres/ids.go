@@ -2,8 +2,15 @@ package postgres
 
 import (
 	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/agentsessions/sessions/session"
 )
 
 // escapedPrefix starts the stored form of a session id PostgreSQL's text
@@ -35,4 +42,55 @@ func sessionID(stored string) string {
 		return stored
 	}
 	return string(b)
+}
+
+// maxIndexEntry is the most bytes a btree entry (version 4, 8 kB pages)
+// holds. An id longer than that, less what the other columns of an index
+// take, fits only as far as PostgreSQL compresses it.
+const maxIndexEntry = 2704
+
+// IDTooLongError reports a session id (or, on a checkpoint save, the
+// session id with the checkpoint's name) too long for an index entry:
+// PostgreSQL refused the write and nothing was written. It wraps
+// session.ErrInvalidSessionID.
+type IDTooLongError struct {
+	ID     string // the caller's id
+	Stored int    // bytes of its stored form (an escaped id takes 2 per byte, plus 6)
+	Limit  int    // the most bytes an index entry holds, after compression
+	Err    error  // PostgreSQL's error
+}
+
+func (e *IDTooLongError) Error() string {
+	return fmt.Sprintf("postgres: session id %s (%d bytes stored) does not fit an index entry of at most %d bytes, even compressed: %v",
+		quoteShort(e.ID), e.Stored, e.Limit, e.Err)
+}
+
+// Unwrap returns session.ErrInvalidSessionID and PostgreSQL's error.
+func (e *IDTooLongError) Unwrap() []error { return []error{session.ErrInvalidSessionID, e.Err} }
+
+// idError turns PostgreSQL's refusal of an index entry too large
+// (SQLSTATE 54000, "index row size ... exceeds ... maximum") into an
+// IDTooLongError; it leaves every other error as it is. The only values
+// this package indexes that a caller makes as long as it likes are
+// session ids and checkpoint names.
+func (s *Session) idError(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "54000" && strings.Contains(pgErr.Message, "index row") {
+		return &IDTooLongError{ID: s.id, Stored: len(s.sid), Limit: maxIndexEntry, Err: err}
+	}
+	return err
+}
+
+// quoteShort quotes the first 40 bytes or so of s, cut at a character
+// boundary, for an error message.
+func quoteShort(s string) string {
+	const keep = 40
+	if len(s) <= keep {
+		return strconv.Quote(s)
+	}
+	cut := keep
+	for cut > keep-utf8.UTFMax && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d bytes)", strconv.Quote(s[:cut]), len(s))
 }

@@ -18,18 +18,22 @@ import (
 // ok == false. A corrupt row is never deleted: pops go past corrupt rows
 // at the top, which stay and are reported.
 //
-// The common case is one statement, one round trip, in autocommit: it
-// deletes the session's newest row if PostgreSQL's JSON parser (strict
-// RFC 8259, as this module's validator is) reads it as an object within
-// the validator's depth limit, and returns it, or says the session is
-// empty. Concurrent pops of one row
-// queue on its row lock; the one that finds it gone deletes nothing.
-// Everything else, a lost race or a corrupt newest row, goes to one
-// transaction that takes the session row's lock (so no
-// append, replace or clear of this package runs beside it), reads down
-// from the newest row to the newest valid one, and deletes that one by
-// id; if a one-statement pop or Python's took that row first, it reads
+// The common case is two statements in one implicit transaction, one
+// round trip: the first locks the session row FOR UPDATE, as every write
+// of this package does (and as a Python insert's foreign key check waits
+// for); the second, whose snapshot is taken with the lock held, deletes
+// the session's newest row if PostgreSQL's JSON parser (strict RFC 8259,
+// as this module's validator is) reads it as an object within the
+// validator's depth limit, and returns it, or says the session is empty.
+// So the item popped is the newest when the pop takes effect. Everything
+// else, a race lost to Python's pop (which takes no session lock) or a
+// corrupt newest row, goes to one transaction that takes the session
+// row's lock, reads down from the newest row to the newest valid one, and
+// deletes that one by id; if Python's pop took that row first, it reads
 // again.
+//
+// An error wrapping session.ErrOutcomeUnknown means an item may have been
+// removed: the commit had been sent.
 func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 	if err := s.st.check(ctx); err != nil {
 		return session.Item{}, false, err
@@ -37,7 +41,7 @@ func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 	if !s.st.noFastPop {
 		item, ok, err := s.popFast(ctx)
 		if !errors.Is(err, errTrySlow) {
-			return item, ok, s.st.wrap(ctx, "pop item", err)
+			return item, ok, s.st.wrap(ctx, "pop item", sent(err))
 		}
 	}
 	c, err := s.st.pool.Acquire(ctx)
@@ -58,30 +62,47 @@ func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 // errTrySlow sends PopItem to its transaction.
 var errTrySlow = errors.New("pop: take the slow path")
 
-// popFast runs popObject. It returns ok == false and no error for an
-// empty session, and errTrySlow when it deleted nothing from a session
-// that has rows, or when the server refused the statement (a row that is
-// not JSON fails the cast): nothing was deleted then either.
+// popFast runs lockSession and popObject in one implicit transaction. It
+// returns ok == false and no error for an empty session, and errTrySlow
+// when it deleted nothing from a session that has rows, or when the server
+// refused the statement (a row that is not JSON fails the cast): nothing
+// was deleted then either.
 func (s *Session) popFast(ctx context.Context) (session.Item, bool, error) {
+	c, err := s.st.pool.Acquire(ctx)
+	if err != nil {
+		return session.Item{}, false, err
+	}
+	defer c.Release()
 	var d decoder
 	empty := false
-	rows, err := s.st.pool.Query(ctx, s.st.q.popObject, s.sid)
+	var b pgx.Batch
+	b.Queue(s.st.q.lockSession, s.sid)
+	b.Queue(s.st.q.popObject, s.sid)
+	br := c.SendBatch(ctx, &b)
+	_, err = br.Exec()
 	if err == nil {
-		if rows.Next() {
-			if rows.RawValues()[0] == nil {
-				empty = true
-			} else {
-				err = d.scan(rows)
+		var rows pgx.Rows
+		rows, err = br.Query()
+		if err == nil {
+			if rows.Next() {
+				if rows.RawValues()[0] == nil {
+					empty = true
+				} else {
+					err = d.scan(rows)
+				}
+			}
+			rows.Close()
+			if err == nil {
+				err = rows.Err()
 			}
 		}
-		rows.Close()
-		if err == nil {
-			err = rows.Err()
-		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
 	}
 	var pgErr *pgconn.PgError
 	switch {
-	case errors.As(err, &pgErr):
+	case errors.As(err, &pgErr) && pgErr.Severity == "ERROR":
 		return session.Item{}, false, errTrySlow
 	case err != nil:
 		return session.Item{}, false, err
@@ -96,7 +117,7 @@ func (s *Session) popFast(ctx context.Context) (session.Item, bool, error) {
 	// (which they should not). Put the row back as it was, under its id,
 	// and let the slow path decide.
 	r := d.corrupt[0]
-	if _, err := s.st.pool.Exec(ctx, s.st.q.restore, d.lastID, s.sid, string(r.Raw)); err != nil {
+	if _, err := s.st.pool.Exec(ctx, s.st.q.restore, d.lastID, s.sid, string(r.Raw), d.lastAt); err != nil {
 		r.SessionID = s.id
 		r.Err = fmt.Errorf("%w; it was deleted by a pop and could not be restored (%v): the raw bytes are here", r.Err, err)
 		s.st.opts.OnCorrupt.Report(ctx, r)
@@ -127,11 +148,11 @@ func (s *Session) popSlow(ctx context.Context, c *pgxpool.Conn, d *decoder) (ses
 		return session.Item{}, false, err
 	}
 	for {
-		*d = decoder{newestFirst: true}
-		below, size := int64(math.MaxInt64), int64(4)
+		*d = decoder{newestFirst: true, lastAt: "infinity", lastID: math.MaxInt64}
+		size := int64(4)
 		for {
 			d.read = 0
-			rows, err := c.Query(ctx, q.latest, s.sid, below, size)
+			rows, err := c.Query(ctx, q.latest, s.sid, d.lastAt, d.lastID, size)
 			if err != nil {
 				return session.Item{}, false, err
 			}
@@ -144,7 +165,7 @@ func (s *Session) popSlow(ctx context.Context, c *pgxpool.Conn, d *decoder) (ses
 			if d.read < size {
 				return session.Item{}, false, commit(ctx, c) // empty, or only corrupt rows
 			}
-			below, size = d.lastID, min(size, math.MaxInt64/2)*2
+			size = min(size, math.MaxInt64/2) * 2
 		}
 		tag, err := c.Exec(ctx, q.deleteID, d.lastID, s.sid)
 		if err != nil {
@@ -156,13 +177,16 @@ func (s *Session) popSlow(ctx context.Context, c *pgxpool.Conn, d *decoder) (ses
 	}
 }
 
-// commit ends the transaction on c, even if ctx ended meanwhile: once every
-// statement succeeded, the caller gets the commit's outcome, never a guess.
+// commit commits the transaction on c. If ctx ended before, it commits
+// nothing and returns ctx's error (the caller rolls back); an error once
+// COMMIT was sent wraps session.ErrOutcomeUnknown unless PostgreSQL
+// reported it (the transaction rolled back).
 func commit(ctx context.Context, c *pgxpool.Conn) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	_, err := c.Exec(ctx, "COMMIT")
-	return err
+	return sent(err)
 }
 
 // rollback ends any transaction left open on c. If that fails, the

@@ -271,7 +271,7 @@ func TestPythonInterop(t *testing.T) {
 	require.False(t, ok)
 
 	// The tables stay Python's: int4 ids, Python's index, plus the
-	// adapter's (session_id, id) index.
+	// adapter's (session_id, created_at, id) index.
 	var idType string
 	require.NoError(t, c.QueryRow(ctx, `SELECT data_type FROM information_schema.columns
 		WHERE table_schema = $1 AND table_name = 'agent_messages' AND column_name = 'id'`, schema).Scan(&idType))
@@ -281,7 +281,7 @@ func TestPythonInterop(t *testing.T) {
 	require.NoError(t, err)
 	indexes, err = pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
-	require.Equal(t, []string{"agent_messages_pkey", "idx_agent_messages_session_id", "idx_agent_messages_session_time"}, indexes)
+	require.Equal(t, []string{"agent_messages_pkey", "idx_agent_messages_session_time", "idx_agent_messages_time_id"}, indexes)
 }
 
 // TestPythonConcurrentPops: Python's pops (which take no session lock) and

@@ -15,27 +15,29 @@ var ErrNoSchema = errors.New("postgres: session tables missing")
 
 // queries holds every statement of a Store, built once from its names.
 type queries struct {
-	sessions, messages   string // qualified, quoted names
-	sessionsReg, msgsReg string // names as to_regclass reads them
-	timeIndex, idIndex   string // unquoted index names
-	timeIndexReg         string
-	idIndexReg           string
+	sessions, messages    string // qualified, quoted names
+	sessionsReg, msgsReg  string // names as to_regclass reads them
+	timeIndex, orderIndex string // unquoted index names
+	timeIndexReg          string
+	orderIndexReg         string
 
-	createSchema, createSessions, createMessages, createTimeIndex, createIDIndex string
+	createSchema, createSessions, createMessages, createTimeIndex, createOrderIndex string
 
-	upsertSession string // creates the session row or refreshes updated_at; locks it
-	lockSession   string // locks the session row, if any
-	insert        string // appends $2 (text[]) in array order
+	upsertSession string // creates the session row or refreshes updated_at
+	lockSession   string // locks the session row FOR UPDATE, if any
+	insert        string // appends $2 (text[]) in array order, as one created_at
 	insertOne     string // appends one row, as given
 	items         string // all rows, oldest first
 	latestTop     string // the newest rows, newest first
-	latest        string // a window of rows below an id, newest first
+	latest        string // a window of rows below a (created_at, id), newest first
 	popObject     string // deletes the newest row if it is a JSON object, returning it
-	restore       string // puts a row back by id
+	restore       string // puts a row back by id, with its created_at
 	deleteID      string // deletes one row by id, returning it
 	clearMessages string
 	clearSession  string
 	list          string // sessions holding rows
+	version       string // the history's version (HistoryVersion)
+	deleteVersion string // deletes the history, returning its version
 
 	ck checkpointQueries
 }
@@ -47,12 +49,12 @@ func newQueries(o Options) *queries {
 	}
 	s, m := prefix+quote(o.SessionsTable), prefix+quote(o.MessagesTable)
 	timeIdx := "idx_" + o.MessagesTable + "_session_time"
-	idIdx := "idx_" + o.MessagesTable + "_session_id"
+	orderIdx := "idx_" + o.MessagesTable + "_time_id"
 	q := &queries{
 		sessions: s, messages: m,
 		sessionsReg: regPrefix + quote(o.SessionsTable), msgsReg: regPrefix + quote(o.MessagesTable),
-		timeIndex: timeIdx, idIndex: idIdx,
-		timeIndexReg: regPrefix + quote(timeIdx), idIndexReg: regPrefix + quote(idIdx),
+		timeIndex: timeIdx, orderIndex: orderIdx,
+		timeIndexReg: regPrefix + quote(timeIdx), orderIndexReg: regPrefix + quote(orderIdx),
 	}
 	if o.Schema != "" {
 		q.createSchema = `CREATE SCHEMA IF NOT EXISTS ` + quote(o.Schema)
@@ -76,29 +78,41 @@ func newQueries(o Options) *queries {
 	FOREIGN KEY (session_id) REFERENCES ` + s + ` (session_id) ON DELETE CASCADE
 )`
 	q.createTimeIndex = `CREATE INDEX IF NOT EXISTS ` + quote(timeIdx) + ` ON ` + m + ` (session_id, created_at)`
-	q.createIDIndex = `CREATE INDEX IF NOT EXISTS ` + quote(idIdx) + ` ON ` + m + ` (session_id, id)`
+	q.createOrderIndex = `CREATE INDEX IF NOT EXISTS ` + quote(orderIdx) + ` ON ` + m + ` (session_id, created_at, id)`
 
-	// Python runs SELECT, INSERT if missing, and UPDATE updated_at after
-	// the items; one upsert does all three, and takes the session row's
-	// lock first, so that writers of one session queue there.
+	// Every write of items locks the session row FOR UPDATE before
+	// anything else (lockSession), then creates it or refreshes
+	// updated_at (upsertSession), as Python's add_items does with three
+	// statements. FOR UPDATE, not the upsert's weaker lock, because it
+	// conflicts with the FOR KEY SHARE lock that a Python insert's foreign
+	// key check holds until its commit: a Go write waits for every Python
+	// batch that has inserted a row, and Python batches wait for it.
 	q.upsertSession = `INSERT INTO ` + s + ` (session_id) VALUES ($1)
 	ON CONFLICT (session_id) DO UPDATE SET updated_at = CURRENT_TIMESTAMP`
 	q.lockSession = `SELECT 1 FROM ` + s + ` WHERE session_id = $1 FOR UPDATE`
-	q.insert = `INSERT INTO ` + m + ` (session_id, message_data)
-	SELECT $1, d FROM unnest($2::text[]) WITH ORDINALITY AS t(d, n) ORDER BY n`
-	q.insertOne = `INSERT INTO ` + m + ` (session_id, message_data) VALUES ($1, $2)`
 	// Reads name the session as a range of one value, session_id >= $1
 	// AND session_id <= $1 (the same rows as = $1 under the column's
-	// deterministic collation), and order by (session_id, id): with =, the
-	// planner drops session_id from the order and may walk the primary key
-	// from the table's newest row, filtering, when one session holds much
-	// of the table; crossing every newer row of every other session. Only
-	// the (session_id, id) index gives this order, so latest-N and pop walk
-	// it from the session's newest row, in custom and generic plans alike.
+	// deterministic collation), and order by (session_id, created_at, id):
+	// with =, the planner may drop session_id from the order and walk
+	// another index, filtering, when one session holds much of the table.
+	// Only the (session_id, created_at, id) index gives this order, so
+	// latest-N and pop walk it from the session's newest row, in custom
+	// and generic plans alike.
 	const oneSession = ` WHERE session_id >= $1 AND session_id <= $1`
-	q.items = `SELECT id, message_data FROM ` + m + oneSession + ` ORDER BY session_id, id`
-	q.latestTop = `SELECT id, message_data FROM ` + m + oneSession + ` ORDER BY session_id DESC, id DESC LIMIT $2`
-	q.latest = `SELECT id, message_data FROM ` + m + oneSession + ` AND id < $2::bigint ORDER BY session_id DESC, id DESC LIMIT $3`
+	const newestFirst = ` ORDER BY session_id DESC, created_at DESC, id DESC`
+	// A batch's rows share one created_at, later than every row of the
+	// session committed before it (the lock is held: no batch is in
+	// flight) and than the clock, so that the batch sorts after them and
+	// whole; the scalar subquery runs once.
+	stamp := `(SELECT greatest(clock_timestamp()::timestamp,
+		(SELECT created_at FROM ` + m + oneSession + newestFirst + ` LIMIT 1) + interval '1 microsecond'))`
+	q.insert = `INSERT INTO ` + m + ` (session_id, message_data, created_at)
+	SELECT $1::text, d, ` + stamp + ` FROM unnest($2::text[]) WITH ORDINALITY AS t(d, n) ORDER BY n`
+	q.insertOne = `INSERT INTO ` + m + ` (session_id, message_data, created_at) VALUES ($1::text, $2, ` + stamp + `)`
+	q.items = `SELECT id, message_data FROM ` + m + oneSession + ` ORDER BY session_id, created_at, id`
+	q.latestTop = `SELECT id, message_data FROM ` + m + oneSession + newestFirst + ` LIMIT $2`
+	q.latest = `SELECT id, message_data, created_at::text AS cursor_at FROM ` + m + oneSession +
+		` AND (created_at, id) < ($2::timestamp, $3::bigint)` + newestFirst + ` LIMIT $4`
 	// popObject deletes the newest row only if PostgreSQL's json parser,
 	// which is strict RFC 8259 as session's validator is, reads it as one
 	// object with at most 10000 brackets (the validator's depth limit), so
@@ -106,19 +120,27 @@ func newQueries(o Options) *queries {
 	// JSON makes the cast fail the statement (nothing deleted); one that is
 	// other JSON deletes nothing. The test runs on the one row the CTE
 	// picked, never on other rows. An empty session gives one row of
-	// NULLs, so that it needs no second look.
-	q.popObject = `WITH top AS (SELECT id, message_data FROM ` + m + oneSession + ` ORDER BY session_id DESC, id DESC LIMIT 1),
+	// NULLs, so that it needs no second look. It runs after lockSession,
+	// in the same transaction: its snapshot is taken once the lock is
+	// held, so the row it picks is the newest when the pop takes effect.
+	q.popObject = `WITH top AS (SELECT id, message_data FROM ` + m + oneSession + newestFirst + ` LIMIT 1),
 	del AS (DELETE FROM ` + m + ` AS m USING top WHERE m.id = top.id
 		AND json_typeof(top.message_data::json) = 'object'
 		AND length(top.message_data) - length(translate(top.message_data, '[{', '')) <= 10000
-		RETURNING m.id, m.message_data)
-	SELECT id::bigint, message_data FROM del
-	UNION ALL SELECT NULL::bigint, NULL::text WHERE NOT EXISTS (SELECT FROM top)`
-	q.restore = `INSERT INTO ` + m + ` (id, session_id, message_data) VALUES ($1::bigint, $2, $3)`
+		RETURNING m.id, m.message_data, m.created_at)
+	SELECT id::bigint, message_data, created_at::text FROM del
+	UNION ALL SELECT NULL::bigint, NULL::text, NULL::text WHERE NOT EXISTS (SELECT FROM top)`
+	q.restore = `INSERT INTO ` + m + ` (id, session_id, message_data, created_at) VALUES ($1::bigint, $2, $3, $4::timestamp)`
 	q.deleteID = `DELETE FROM ` + m + ` WHERE id = $1::bigint AND session_id = $2 RETURNING id, message_data`
 	q.clearMessages = `DELETE FROM ` + m + ` WHERE session_id = $1`
 	q.clearSession = `DELETE FROM ` + s + ` WHERE session_id = $1`
 	q.list = `SELECT session_id FROM ` + s + ` AS s WHERE EXISTS (SELECT 1 FROM ` + m + ` AS m WHERE m.session_id = s.session_id) ORDER BY session_id`
+	// A version is the count of the session's rows and a digest of their
+	// ids and xmins in order: ids are never reused, and an UPDATE of a row
+	// gives it a new xmin.
+	const digest = `SELECT count(*), coalesce(md5(string_agg(id::text || '.' || xmin::text, ',' ORDER BY created_at, id)), '') FROM `
+	q.version = digest + m + oneSession
+	q.deleteVersion = `WITH d AS (DELETE FROM ` + m + ` WHERE session_id = $1 RETURNING id, xmin, created_at) ` + digest + `d`
 	q.ck = newCheckpointQueries(prefix+quote(o.CheckpointsTable), regPrefix+quote(o.CheckpointsTable))
 	return q
 }
@@ -138,11 +160,11 @@ const schemaLockKey = 0x5e55_1045
 // what it can, and the first checkpoint save creates the table or says
 // why it cannot.
 func (st *Store) ensureSchema(ctx context.Context, skip bool) error {
-	var tables, timeIdx, idIdx, ck int
+	var tables, timeIdx, orderIdx, ck int
 	err := st.pool.QueryRow(ctx, `SELECT
 	(to_regclass($1) IS NOT NULL)::int + (to_regclass($2) IS NOT NULL)::int,
 	(to_regclass($3) IS NOT NULL)::int, (to_regclass($4) IS NOT NULL)::int, (to_regclass($5) IS NOT NULL)::int`,
-		st.q.sessionsReg, st.q.msgsReg, st.q.timeIndexReg, st.q.idIndexReg, st.q.ck.reg).Scan(&tables, &timeIdx, &idIdx, &ck)
+		st.q.sessionsReg, st.q.msgsReg, st.q.timeIndexReg, st.q.orderIndexReg, st.q.ck.reg).Scan(&tables, &timeIdx, &orderIdx, &ck)
 	if err != nil {
 		return st.wrap(ctx, "reading the schema", err)
 	}
@@ -151,13 +173,24 @@ func (st *Store) ensureSchema(ctx context.Context, skip bool) error {
 		if tables != 2 {
 			return fmt.Errorf("%w: want tables %s and %s", ErrNoSchema, st.q.sessions, st.q.messages)
 		}
-		if idIdx == 0 {
-			slog.WarnContext(ctx, "postgres: no index on (session_id, id); reads of the newest items will sort the whole session",
-				"index", st.q.idIndex)
+		if orderIdx == 0 {
+			slog.WarnContext(ctx, "postgres: no index on (session_id, created_at, id); reads of the newest items will sort the whole session",
+				"index", st.q.orderIndex)
 		}
 		return nil
 	}
-	if tables == 2 && timeIdx == 1 && idIdx == 1 {
+	if tables == 2 && timeIdx == 1 {
+		if orderIdx == 0 {
+			// A store an older version of this package made, or Python's:
+			// without the index reads are right, only slower.
+			if err := st.createOrderIndex(ctx); err != nil {
+				if cerr := ctx.Err(); cerr != nil {
+					return cerr
+				}
+				slog.WarnContext(ctx, "postgres: could not create the index on (session_id, created_at, id); reads of the newest items will sort the whole session",
+					"index", st.q.orderIndex, "error", err)
+			}
+		}
 		if ck == 0 {
 			if err := st.createCheckpoints(ctx); err != nil {
 				if cerr := ctx.Err(); cerr != nil {
@@ -173,7 +206,7 @@ func (st *Store) ensureSchema(ctx context.Context, skip bool) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, int32(schemaLockKey), st.q.msgsReg); err != nil {
 			return err
 		}
-		for _, ddl := range []string{st.q.createSchema, st.q.createSessions, st.q.createMessages, st.q.createTimeIndex, st.q.createIDIndex, st.q.ck.create} {
+		for _, ddl := range []string{st.q.createSchema, st.q.createSessions, st.q.createMessages, st.q.createTimeIndex, st.q.createOrderIndex, st.q.ck.create} {
 			if ddl == "" {
 				continue
 			}
@@ -187,4 +220,16 @@ func (st *Store) ensureSchema(ctx context.Context, skip bool) error {
 		st.ckReady.Store(true)
 	}
 	return st.wrap(ctx, "create tables", err)
+}
+
+// createOrderIndex creates the (session_id, created_at, id) index, under
+// the advisory lock of schema creation.
+func (st *Store) createOrderIndex(ctx context.Context) error {
+	return pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, int32(schemaLockKey), st.q.msgsReg); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, st.q.createOrderIndex)
+		return err
+	})
 }

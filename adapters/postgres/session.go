@@ -13,8 +13,9 @@ import (
 )
 
 // Session is a handle on one session of a Store. It implements
-// session.LatestReader, session.Replacer and session.CheckpointCommitter
-// (checkpoints.go) and is safe for concurrent use.
+// session.LatestReader, session.VersionedReplacer (version.go) and
+// session.CheckpointCommitter (checkpoints.go) and is safe for concurrent
+// use.
 type Session struct {
 	st  *Store
 	id  string // the caller's id
@@ -22,8 +23,8 @@ type Session struct {
 }
 
 var (
-	_ session.LatestReader = (*Session)(nil)
-	_ session.Replacer     = (*Session)(nil)
+	_ session.LatestReader      = (*Session)(nil)
+	_ session.VersionedReplacer = (*Session)(nil)
 )
 
 // SessionID returns the session's id.
@@ -51,7 +52,8 @@ func (s *Session) Items(ctx context.Context) ([]session.Item, error) {
 }
 
 // LatestItems returns the newest n items, oldest first. It reads the
-// newest n rows through the (session_id, id) index in one statement; only
+// newest n rows through the (session_id, created_at, id) index in one
+// statement; only
 // when corrupt rows leave that window short of n items does it read again,
 // in one REPEATABLE READ snapshot, windows twice as large each time below
 // the oldest row seen. The cost follows n and the corrupt rows among the
@@ -93,10 +95,11 @@ func (s *Session) latest(ctx context.Context, n int, d *decoder) error {
 	// the windows below the first one see the same history.
 	return pgx.BeginTxFunc(ctx, s.st.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		*d = decoder{newestFirst: true, items: d.items[:0]}
-		below, size := int64(math.MaxInt64), int64(n)
+		d.lastAt, d.lastID = "infinity", math.MaxInt64
+		size := int64(n)
 		for {
 			d.read = 0
-			rows, err := tx.Query(ctx, s.st.q.latest, s.sid, below, size)
+			rows, err := tx.Query(ctx, s.st.q.latest, s.sid, d.lastAt, d.lastID, size)
 			if err != nil {
 				return err
 			}
@@ -106,16 +109,22 @@ func (s *Session) latest(ctx context.Context, n int, d *decoder) error {
 			if len(d.items) >= n || d.read < size {
 				return nil
 			}
-			below, size = d.lastID, min(size, math.MaxInt64/2)*2
+			size = min(size, math.MaxInt64/2) * 2
 		}
 	})
 }
 
 // AddItems appends items as one atomic batch: one implicit transaction,
-// sent in one round trip, that creates the session row or refreshes its
-// updated_at (taking its lock, so that the session's writers queue) and
-// inserts every item in order with one statement. An empty batch writes
-// nothing.
+// sent in one round trip, that locks the session row (so that the
+// session's writers queue), creates it or refreshes its updated_at, and
+// inserts every item in order with one statement, under one created_at
+// later than every row before it.
+// An empty batch writes nothing.
+//
+// An error wrapping session.ErrOutcomeUnknown means the batch may have
+// been committed: the statements and their commit had been sent when the
+// deadline passed or the connection failed (read the session before
+// appending again). Any other error means nothing was written.
 func (s *Session) AddItems(ctx context.Context, items []session.Item) error {
 	if err := driver.ValidateBatch(items); err != nil {
 		return err
@@ -128,6 +137,7 @@ func (s *Session) AddItems(ctx context.Context, items []session.Item) error {
 	}
 	data := texts(items)
 	return s.write(ctx, "add items", func(b *batch) {
+		b.queue(s.st.q.lockSession, s.sid)
 		b.queue(s.st.q.upsertSession, s.sid)
 		b.queue(s.st.q.insert, s.sid, data)
 	})
@@ -158,7 +168,9 @@ func (s *Session) Clear(ctx context.Context) error {
 
 // ReplaceItems atomically replaces the history with items: one implicit
 // transaction, one round trip, locks the session row, deletes every row of
-// the session and inserts items. Replacing with no items is Clear.
+// the session and inserts items. Replacing with no items is Clear. Its
+// errors are AddItems's: session.ErrOutcomeUnknown when the commit may
+// have happened, and otherwise nothing was written.
 func (s *Session) ReplaceItems(ctx context.Context, items []session.Item) error {
 	if err := driver.ValidateBatch(items); err != nil {
 		return err
@@ -171,6 +183,7 @@ func (s *Session) ReplaceItems(ctx context.Context, items []session.Item) error 
 	}
 	data := texts(items)
 	return s.write(ctx, "replace items", func(b *batch) {
+		b.queue(s.st.q.lockSession, s.sid)
 		b.queue(s.st.q.upsertSession, s.sid)
 		b.queue(s.st.q.clearMessages, s.sid)
 		b.queue(s.st.q.insert, s.sid, data)
@@ -190,19 +203,25 @@ func (b *batch) queue(sql string, args ...any) {
 
 // write sends the statements fill queues as one batch: pgx pipelines them
 // with one Sync, so they run in one implicit transaction, in one round
-// trip, and land whole or not at all.
+// trip, and land whole or not at all. The Sync that commits them is sent
+// with them: once the batch is sent, an error PostgreSQL did not report
+// (a deadline, a lost connection) leaves the outcome unknown.
 func (s *Session) write(ctx context.Context, op string, fill func(*batch)) error {
 	var b batch
 	fill(&b)
-	br := s.st.pool.SendBatch(ctx, &b.b)
-	var err error
+	c, err := s.st.pool.Acquire(ctx)
+	if err != nil {
+		return s.st.wrap(ctx, op, err)
+	}
+	defer c.Release()
+	br := c.SendBatch(ctx, &b.b)
 	for i := 0; i < b.n && err == nil; i++ {
 		_, err = br.Exec()
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	return s.st.wrap(ctx, op, err)
+	return s.st.wrap(ctx, op, sent(s.idError(err)))
 }
 
 // decoder turns rows of (id, message_data) into items, setting corrupt
@@ -212,8 +231,9 @@ type decoder struct {
 	newestFirst bool
 	items       []session.Item
 	corrupt     []driver.CorruptRecord
-	lastID      int64 // id of the last row read
-	read        int64 // rows read
+	lastID      int64  // id of the last row read
+	lastAt      string // its created_at, as text, when the query returns it
+	read        int64  // rows read
 	dec         driver.Decoder
 }
 
@@ -237,14 +257,17 @@ func (d *decoder) scanAll(rows pgx.Rows, n int) error {
 // the binary or text format, and message_data's bytes are the text itself.
 func (d *decoder) scan(rows pgx.Rows) error {
 	vals := rows.RawValues()
-	if len(vals) != 2 {
-		return fmt.Errorf("want 2 columns, got %d", len(vals))
+	if len(vals) != 2 && len(vals) != 3 {
+		return fmt.Errorf("want 2 or 3 columns, got %d", len(vals))
 	}
 	id, err := parseID(vals[0], rows.FieldDescriptions()[0].Format)
 	if err != nil {
 		return err
 	}
 	d.lastID = id
+	if len(vals) == 3 {
+		d.lastAt = string(vals[2])
+	}
 	d.read++
 	raw := string(vals[1])
 	it, err := decodeStored(&d.dec, raw)

@@ -96,12 +96,12 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, owned bool, o Options) (*
 func (st *Store) Pool() *pgxpool.Pool { return st.pool }
 
 // Declared returns the optional capabilities of the Store's sessions:
-// latest-N reads, atomic replace, checkpoints and appends committed with a
+// latest-N reads, atomic and conditional replace, checkpoints and appends committed with a
 // checkpoint. There is no TTL: PostgreSQL has no expiry of its own, and a
 // TTL that some sweeper might or might not apply would be a promise this
 // package could not keep.
 func (st *Store) Declared() session.Capabilities {
-	return session.Caps(session.CapLatest, session.CapReplace, session.CapCheckpoints, session.CapCheckpointCommit)
+	return session.Caps(session.CapLatest, session.CapReplace, session.CapVersionedReplace, session.CapCheckpoints, session.CapCheckpointCommit)
 }
 
 // Close makes every later call on the Store and its sessions fail with
@@ -168,6 +168,7 @@ func (st *Store) AppendRaw(ctx context.Context, id string, raw []byte) error {
 		return err
 	}
 	return s.write(ctx, "append raw", func(b *batch) {
+		b.queue(st.q.lockSession, s.sid)
 		b.queue(st.q.upsertSession, s.sid)
 		b.queue(st.q.insertOne, s.sid, string(raw))
 	})
@@ -187,16 +188,23 @@ func (st *Store) check(ctx context.Context) error {
 
 // wrap turns err from operation op into the error a caller sees: the
 // context's error when ctx ended (pgx reports an interrupted call in its
-// own words), ErrClosed after Close.
+// own words), ErrClosed after Close; session.ErrOutcomeUnknown stays
+// wrapped.
 func (st *Store) wrap(ctx context.Context, op string, err error) error {
 	if err == nil {
 		return nil
 	}
+	var cause error
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-		return fmt.Errorf("postgres: %s: %w (%v)", op, cerr, err)
+		cause = cerr
+	} else if st.closed.Load() && !errors.Is(err, session.ErrClosed) {
+		cause = session.ErrClosed
 	}
-	if st.closed.Load() && !errors.Is(err, session.ErrClosed) {
-		return fmt.Errorf("postgres: %s: %w (%v)", op, session.ErrClosed, err)
+	switch {
+	case cause == nil:
+		return fmt.Errorf("postgres: %s: %w", op, err)
+	case errors.Is(err, session.ErrOutcomeUnknown):
+		return fmt.Errorf("postgres: %s: %w: %w (%v)", op, session.ErrOutcomeUnknown, cause, err)
 	}
-	return fmt.Errorf("postgres: %s: %w", op, err)
+	return fmt.Errorf("postgres: %s: %w (%v)", op, cause, err)
 }
