@@ -17,7 +17,7 @@
 //
 //	memory://                                  an in-process store (tests, demos); every Open makes a new one
 //	sqlite:///var/lib/agent/sessions.db        an SQLite file, absolute path
-//	sqlite://rel/path.db, sqlite:rel/path.db   an SQLite file, relative path
+//	sqlite:rel/path.db                         an SQLite file, relative path
 //	sqlite::memory:                            a private in-memory SQLite database
 //	redis://[user:pass@]host:port[/db]         one Redis server
 //	rediss://…                                 the same over TLS

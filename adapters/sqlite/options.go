@@ -83,7 +83,10 @@ type Options struct {
 	// creates nothing: a missing file is an error wrapping fs.ErrNotExist,
 	// missing tables an error wrapping ErrNoSchema, and writes fail. The
 	// journal mode is left as the file has it. It implies
-	// SkipCreateTables, and cannot be used with ":memory:".
+	// SkipCreateTables, and cannot be used with ":memory:". A file no
+	// connection has open (no -wal or -shm beside it) is read as
+	// immutable, so that no file is created beside it: a writer that opens
+	// it afterwards is seen only by a Store opened after that.
 	ReadOnly bool
 	// Synchronous is SQLite's synchronous setting for the Store's commits:
 	// SyncFull (the default, "" means it) or SyncNormal. See the package

@@ -43,6 +43,27 @@ func TestReadOnly(t *testing.T) {
 	_, err = OpenFile(ctx, ":memory:", ro)
 	require.ErrorIs(t, err, ErrInvalidOptions)
 
+	// A database nobody has open: read-only access creates no file.
+	quiet := filepath.Join(dir, "quiet.db")
+	qw := openStore(t, quiet, Options{})
+	qs, err := qw.Session("a")
+	require.NoError(t, err)
+	require.NoError(t, qs.AddItems(ctx, numbered("q", 2)))
+	require.NoError(t, qw.Close())
+	_, err = os.Stat(quiet + "-wal")
+	require.ErrorIs(t, err, fs.ErrNotExist, "the writer's close removed its WAL")
+	qr := openStore(t, quiet, ro)
+	qrs, err := qr.Session("a")
+	require.NoError(t, err)
+	got, err := qrs.Items(ctx)
+	require.NoError(t, err)
+	require.Equal(t, texts(numbered("q", 2)), texts(got))
+	require.NoError(t, qr.Close())
+	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
+		_, err = os.Stat(quiet + suffix)
+		require.ErrorIs(t, err, fs.ErrNotExist, "read-only access created %s", suffix)
+	}
+
 	// A session database: reads work, writes are refused.
 	path := filepath.Join(dir, "s.db")
 	w := openStore(t, path, Options{})
@@ -52,7 +73,7 @@ func TestReadOnly(t *testing.T) {
 	r := openStore(t, path, ro)
 	rs, err := r.Session("a")
 	require.NoError(t, err)
-	got, err := rs.Items(ctx)
+	got, err = rs.Items(ctx)
 	require.NoError(t, err)
 	require.Equal(t, texts(numbered("a", 3)), texts(got))
 	for name, call := range map[string]func() error{

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -63,10 +64,11 @@ func OpenFile(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.ReadOnly {
-		if err := checkReadOnlyPath(path); err != nil {
-			return nil, err
-		}
+	if err := checkPath(path, o.ReadOnly); err != nil {
+		return nil, err
+	}
+	if o.ReadOnly && !strings.HasPrefix(path, "file:") && unopened(path) {
+		return openImmutable(ctx, path, o)
 	}
 	dsn, err := DSN(path, o)
 	if err != nil {
@@ -91,9 +93,65 @@ func OpenFile(ctx context.Context, path string, opts Options) (*Store, error) {
 		if o.ReadOnly && readOnlyDirectory(err) && !strings.HasPrefix(path, "file:") && noWAL(path) {
 			return openImmutable(ctx, path, o)
 		}
-		return nil, err
+		return nil, &openError{path: path, err: err}
 	}
 	return st, nil
+}
+
+// openError names the file a failed OpenFile was given.
+type openError struct {
+	path string
+	err  error
+}
+
+func (e *openError) Error() string {
+	return fmt.Sprintf("sqlite: open %q: %s", e.path, strings.TrimPrefix(e.err.Error(), "sqlite: "))
+}
+
+func (e *openError) Unwrap() error { return e.err }
+
+// checkPath says what is wrong with a file path before SQLite can only say
+// "unable to open database file": a URL given as a path, a directory, a
+// missing directory, or (read-only) a missing file. SQLite's own forms
+// (":memory:", "file:" URIs) are SQLite's to check.
+func checkPath(path string, readOnly bool) error {
+	if readOnly {
+		if err := checkReadOnlyPath(path); err != nil {
+			return err
+		}
+	}
+	if inMemory(path) || strings.HasPrefix(path, "file:") {
+		return nil
+	}
+	if strings.HasPrefix(path, Scheme+":") {
+		return fmt.Errorf("%w: open %q: that is a URL, not a file path: give it to adapters.Open, or give OpenFile the path", ErrInvalidOptions, path)
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case err == nil && fi.IsDir():
+		return fmt.Errorf("sqlite: open %q: is a directory, not a database file", path)
+	case err == nil:
+		return nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("sqlite: open %q: %w", path, causeOf(err))
+	}
+	dir := filepath.Dir(path)
+	if fi, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("sqlite: open %q: directory %q: %w", path, dir, causeOf(err))
+	} else if !fi.IsDir() {
+		return fmt.Errorf("sqlite: open %q: %q is not a directory", path, dir)
+	}
+	return nil
+}
+
+// causeOf returns the cause inside a *fs.PathError, whose text would name
+// the path a second time.
+func causeOf(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // readOnlyDirectory reports SQLITE_READONLY_DIRECTORY: SQLite cannot read
@@ -104,6 +162,19 @@ func readOnlyDirectory(err error) bool {
 	return errors.As(err, &coded) && coded.Code() == 1544 // SQLITE_READONLY | 6<<8
 }
 
+// unopened reports whether no connection has the database open: neither
+// its -wal nor its -shm file exists. A read-only open then needs none of
+// them, and creating them would leave files behind that SQLite, read-only,
+// cannot remove.
+func unopened(path string) bool {
+	for _, suffix := range []string{"-wal", "-shm"} {
+		if _, err := os.Lstat(path + suffix); !errors.Is(err, fs.ErrNotExist) {
+			return false
+		}
+	}
+	return true
+}
+
 // noWAL reports whether no connection has the database open in WAL mode:
 // there is no -wal file, or it is empty.
 func noWAL(path string) bool {
@@ -111,11 +182,12 @@ func noWAL(path string) bool {
 	return errors.Is(err, fs.ErrNotExist) || err == nil && fi.Size() == 0
 }
 
-// openImmutable opens, with SQLite's immutable=1, a read-only database in
-// a directory this process cannot write and that no connection has open
-// (noWAL): the only way SQLite reads a WAL-mode file there. SQLite then
-// takes no lock, so a writer that opens the file later, from a process
-// allowed to write the directory, is not seen by this Store.
+// openImmutable opens, with SQLite's immutable=1, a read-only database
+// that no connection has open (unopened), or one in a directory this
+// process cannot write (noWAL): SQLite then creates no file beside it, and
+// it is the only way SQLite reads a WAL-mode file in such a directory.
+// SQLite takes no lock, so a writer that opens the file later is not seen
+// by this Store: reopen it to read what was written since.
 func openImmutable(ctx context.Context, path string, o Options) (*Store, error) {
 	dsn, err := DSN(fileURI(path)+"?immutable=1", o)
 	if err != nil {
@@ -277,7 +349,7 @@ func checkReadOnlyPath(path string) error {
 		return nil // SQLite reports a missing file itself: mode=ro never creates one
 	}
 	if _, err := os.Stat(path); err != nil {
-		return fmt.Errorf("sqlite: open %q read-only: %w", path, err)
+		return fmt.Errorf("sqlite: open %q read-only: %w", path, causeOf(err))
 	}
 	return nil
 }

@@ -22,9 +22,11 @@ func init() {
 // URLOpener opens sqlite: URLs:
 //
 //	sqlite:///abs/path/sessions.db   the file /abs/path/sessions.db
-//	sqlite://rel/path.db             the file rel/path.db
-//	sqlite:rel/path.db               the same
+//	sqlite:rel/path.db               the file rel/path.db
 //	sqlite::memory:                  a private in-memory database
+//
+// sqlite://rel/path.db is refused: a URL's host is not a directory, and
+// whether "rel" was meant as /rel or as ./rel is the user's to say.
 //
 // Options: sessions_table (Options.SessionsTable, default agent_sessions),
 // messages_table (Options.MessagesTable, default agent_messages),
@@ -76,15 +78,17 @@ func (URLOpener) OpenStoreURL(ctx context.Context, u *url.URL, o adapters.Option
 }
 
 // URLPath returns the file path of an sqlite: URL: sqlite:///abs/x.db is
-// /abs/x.db, sqlite://rel/x.db and sqlite:rel/x.db are rel/x.db, and
-// sqlite::memory: is ":memory:".
+// /abs/x.db, sqlite:rel/x.db is rel/x.db, and sqlite::memory: is
+// ":memory:". A URL with a host (sqlite://rel/x.db) is an error that says
+// both readings.
 func URLPath(u *url.URL) (string, error) {
 	var p string
 	switch {
 	case u.Opaque != "":
 		p = u.Opaque
 	case u.Host != "":
-		p = u.Host + u.Path
+		return "", fmt.Errorf("%w: sqlite://%s%s names a host, not a file: write sqlite:///%s%s for the absolute path /%s%s, or sqlite:%s%s for the relative one",
+			adapters.ErrInvalidDSN, u.Host, u.Path, u.Host, u.Path, u.Host, u.Path, u.Host, u.Path)
 	default:
 		p = u.Path
 	}

@@ -21,7 +21,6 @@ import (
 func TestURLPathForms(t *testing.T) {
 	for raw, want := range map[string]string{
 		"sqlite:///var/lib/agent/s.db": "/var/lib/agent/s.db",
-		"sqlite://rel/dir/s.db":        "rel/dir/s.db",
 		"sqlite:rel/s.db":              "rel/s.db",
 		"sqlite::memory:":              ":memory:",
 	} {
@@ -31,12 +30,14 @@ func TestURLPathForms(t *testing.T) {
 		require.NoError(t, err, raw)
 		require.Equal(t, want, got, raw)
 	}
-	for _, raw := range []string{"sqlite://", "sqlite:", "sqlite:///a%00b.db"} {
+	for _, raw := range []string{"sqlite://", "sqlite:", "sqlite:///a%00b.db", "sqlite://tmp/x.db"} {
 		u, err := url.Parse(raw)
 		require.NoError(t, err)
 		_, err = sqlite.URLPath(u)
 		require.ErrorIs(t, err, adapters.ErrInvalidDSN, raw)
 	}
+	_, err := sqlite.URLPath(&url.URL{Scheme: "sqlite", Host: "tmp", Path: "/x.db"})
+	require.ErrorContains(t, err, "write sqlite:///tmp/x.db for the absolute path /tmp/x.db, or sqlite:tmp/x.db for the relative one")
 }
 
 func TestURLOpener(t *testing.T) {
