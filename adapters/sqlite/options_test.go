@@ -210,33 +210,112 @@ func requireTexts(t testing.TB, want []string, got []session.Item, msgAndArgs ..
 	require.Equal(t, want, texts, msgAndArgs...)
 }
 
-func TestOldIndexWarns(t *testing.T) {
+// TestOldPythonIndexIsFixed: a store the Python SDK made before 0.7 has its
+// session index on (session_id, created_at). A read-only open warns and
+// names the fix; a read-write open adds an index of its own on
+// (session_id, id), says so once, and latest-N then reads by index
+// without sorting the session.
+func TestOldPythonIndexIsFixed(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "old.db")
 	db, err := sql.Open("sqlite", path)
 	require.NoError(t, err)
-	defer db.Close()
 	q := newQueries(Options{SessionsTable: DefaultSessionsTable, MessagesTable: DefaultMessagesTable})
 	for _, ddl := range []string{q.createSessions, q.createMessages,
 		`CREATE INDEX idx_agent_messages_session_id ON agent_messages (session_id, created_at)`} {
 		_, err := db.ExecContext(ctx, ddl)
 		require.NoError(t, err)
 	}
+	require.NoError(t, db.Close())
+	plan := func() string {
+		db, err := sql.Open("sqlite", path+"?mode=ro")
+		require.NoError(t, err)
+		defer db.Close()
+		rows, err := db.QueryContext(ctx, `EXPLAIN QUERY PLAN `+q.latestData, "a", 50)
+		require.NoError(t, err)
+		defer rows.Close()
+		var lines []string
+		for rows.Next() {
+			var id, parent, notused int
+			var detail string
+			require.NoError(t, rows.Scan(&id, &parent, &notused, &detail))
+			lines = append(lines, detail)
+		}
+		return strings.Join(lines, "; ")
+	}
+	before := plan()
+	t.Logf("latest-N plan on the old index: %s", before)
+	require.Contains(t, before, "TEMP B-TREE FOR ORDER BY", "the old index sorts the session")
+
 	var logged bytes.Buffer
 	prev := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&logged, nil)))
 	defer slog.SetDefault(prev)
-	st, err := OpenDB(ctx, db, Options{})
-	require.NoError(t, err)
+	ro := openStore(t, path, Options{ReadOnly: true})
 	require.Contains(t, logged.String(), "columns=session_id,created_at")
+	require.Contains(t, logged.String(), "opening the store read-write once")
+	require.NoError(t, ro.Close())
+	require.Equal(t, before, plan(), "a read-only open changes nothing")
+
+	logged.Reset()
+	st := openStore(t, path, Options{})
+	require.Contains(t, logged.String(), "added an index on (session_id, id)")
+	require.Contains(t, logged.String(), "index=agentsessions_agent_messages_session_id_id")
+	after := plan()
+	t.Logf("latest-N plan after the read-write open: %s", after)
+	require.Contains(t, after, "agentsessions_agent_messages_session_id_id")
+	require.NotContains(t, after, "TEMP B-TREE")
 	s, err := st.Session("a")
 	require.NoError(t, err)
 	require.NoError(t, s.AddItems(ctx, numbered("a", 3)))
 	got, err := s.LatestItems(ctx, 2)
 	require.NoError(t, err)
-	require.Equal(t, texts(numbered("a", 3)[1:]), texts(got), "still correct")
+	require.Equal(t, texts(numbered("a", 3)[1:]), texts(got))
+	require.NoError(t, st.Close())
 
 	logged.Reset()
+	openStore(t, path, Options{})
+	require.Empty(t, logged.String(), "said once: the next open finds its index")
+	logged.Reset()
 	openStore(t, filepath.Join(t.TempDir(), "new.db"), Options{})
-	require.Empty(t, logged.String(), "no warning for the current index")
+	require.Empty(t, logged.String(), "nothing said for the current index")
+}
+
+// BenchmarkLatestOnOldPythonIndex reads the newest 50 of 20,000 items on a
+// store with the Python SDK's pre-0.7 index, before and after the index of
+// this package's own is added (TestOldPythonIndexIsFixed).
+func BenchmarkLatestOnOldPythonIndex(b *testing.B) {
+	ctx := context.Background()
+	path := filepath.Join(b.TempDir(), "old.db")
+	db, err := sql.Open("sqlite", path)
+	require.NoError(b, err)
+	q := newQueries(Options{SessionsTable: DefaultSessionsTable, MessagesTable: DefaultMessagesTable})
+	for _, ddl := range []string{q.createSessions, q.createMessages,
+		`CREATE INDEX idx_agent_messages_session_id ON agent_messages (session_id, created_at)`} {
+		_, err := db.ExecContext(ctx, ddl)
+		require.NoError(b, err)
+	}
+	_, err = db.ExecContext(ctx, `INSERT INTO agent_sessions (session_id) VALUES ('a')`)
+	require.NoError(b, err)
+	_, err = db.ExecContext(ctx, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
+		INSERT INTO agent_messages (session_id, message_data) SELECT 'a', '{"i":' || i || '}' FROM n`)
+	require.NoError(b, err)
+	for _, step := range []struct {
+		name string
+		opts Options
+	}{{"old-index", Options{ReadOnly: true}}, {"own-index", Options{}}} {
+		st, err := OpenDB(ctx, db, step.opts)
+		require.NoError(b, err)
+		s, err := st.Session("a")
+		require.NoError(b, err)
+		b.Run(step.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := s.LatestItems(ctx, 50); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		require.NoError(b, st.Close())
+	}
+	require.NoError(b, db.Close())
 }

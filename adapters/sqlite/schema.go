@@ -19,8 +19,9 @@ var ErrNoSchema = errors.New("sqlite: session tables missing")
 // statement, so both share one file.
 type queries struct {
 	sessions, messages, index string // unquoted names
+	ownIndex                  string // added beside an old Python index (checkIndex)
 
-	createSessions, createMessages, createIndex string
+	createSessions, createMessages, createIndex, createOwnIndex string
 
 	upsertSession string // creates the session row or refreshes updated_at
 	insertPrefix  string // multi-row INSERT up to " VALUES "
@@ -69,6 +70,9 @@ func newQueryText(o Options) *queries {
                     ON DELETE CASCADE
             )`,
 		createIndex: `CREATE INDEX IF NOT EXISTS ` + quote(idx) + `
+            ON ` + m + ` (session_id, id)`,
+		ownIndex: "agentsessions_" + o.MessagesTable + "_session_id_id",
+		createOwnIndex: `CREATE INDEX IF NOT EXISTS ` + quote("agentsessions_"+o.MessagesTable+"_session_id_id") + `
             ON ` + m + ` (session_id, id)`,
 		// Python runs INSERT OR IGNORE then UPDATE updated_at; one upsert
 		// does both.
@@ -139,7 +143,7 @@ func (st *Store) ensureSchema(ctx context.Context, skip bool) error {
 		return fmt.Errorf("sqlite: reading the schema: %w", err)
 	}
 	if index == 1 {
-		st.checkIndex(ctx)
+		st.checkIndex(ctx, !skip)
 	}
 	if _, err := st.checkpointsReady(ctx); err != nil {
 		return fmt.Errorf("sqlite: reading the schema: %w", err)
@@ -181,16 +185,36 @@ func (st *Store) ensureSchema(ctx context.Context, skip bool) error {
 	return err
 }
 
-// checkIndex warns when the index exists on other columns than (session_id,
-// id), as older SDK versions made it on (session_id, created_at): the
-// reads stay correct but sort the session's rows instead of walking the
-// index from the newest.
-func (st *Store) checkIndex(ctx context.Context) {
+// checkIndex looks at the session index of a database that has one. The
+// Python SDK's stores made before its 0.7 index (session_id, created_at)
+// under the same name, and then every read of the newest items sorts the
+// whole session. A read-write open adds an index on (session_id, id) under
+// a name of this package's own (Python's class ignores it) and says so
+// once; otherwise checkIndex warns and names what adds it.
+func (st *Store) checkIndex(ctx context.Context, create bool) {
 	var cols string
 	err := st.db.QueryRowContext(ctx,
 		`SELECT group_concat(name, ',') FROM (SELECT name FROM pragma_index_info(?1) ORDER BY seqno)`, st.q.index).Scan(&cols)
-	if err == nil && cols != "session_id,id" {
-		slog.WarnContext(ctx, "sqlite: the session index is not on (session_id, id); reads of the newest items will sort the whole session",
-			"index", st.q.index, "columns", cols)
+	if err != nil || cols == "session_id,id" {
+		return
 	}
+	var ours int
+	if err := st.db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = ?1`, st.q.ownIndex).Scan(&ours); err != nil || ours == 1 {
+		return
+	}
+	if !create {
+		slog.WarnContext(ctx, "sqlite: the session index is not on (session_id, id); reads of the newest items will sort the whole session; opening the store read-write once (sessionctl check URL, or any program using this package) adds one",
+			"index", st.q.index, "columns", cols)
+		return
+	}
+	err = st.writeW(ctx, "add the session index", false, func(ctx context.Context, w *wconn, _ bool) error {
+		return w.execOnce(ctx, st.q.createOwnIndex)
+	})
+	if err != nil {
+		slog.WarnContext(ctx, "sqlite: the session index is not on (session_id, id), and adding one failed; reads of the newest items will sort the whole session",
+			"index", st.q.index, "columns", cols, "error", err)
+		return
+	}
+	slog.InfoContext(ctx, "sqlite: added an index on (session_id, id) beside the Python SDK's older one on ("+cols+"), so that reads of the newest items stay O(limit)",
+		"index", st.q.ownIndex, "table", st.q.messages)
 }
