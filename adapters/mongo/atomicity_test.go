@@ -126,20 +126,31 @@ func measureAtomicity(t *testing.T, uri string) atomicity {
 	return res
 }
 
-// TestServerAtomicity shows that the Mongo test server makes
-// single-document updates atomic, as MongoDB does: 8×50 acknowledged $inc
-// leave the counter at exactly 400, and conditional pops of a 20-element
-// array succeed exactly 20 times.
+// TestServerAtomicity shows that the Mongo test server, and FerretDB on
+// PostgreSQL as testservers runs it, make single-document updates atomic,
+// as MongoDB does: 8×50 acknowledged $inc leave the counter at exactly 400,
+// and conditional pops of a 20-element array succeed exactly 20 times.
 func TestServerAtomicity(t *testing.T) {
-	uri := testservers.Mongo(t)
-	if testservers.MongoKind() == testservers.KindFerretDBSQLite {
-		t.Skip("the Mongo test server fell back to FerretDB on SQLite, which is not atomic (TestFerretDBSQLiteNotAtomic)")
-	}
-	got := measureAtomicity(t, uri)
-	t.Logf("%s: counter %d of %d, size-guarded pops %d of %d, version-guarded pops %d of %d",
-		testservers.MongoKind(), got.counter, atomicG*atomicM, got.sizePops, popArray, got.versionPops, popArray)
-	if !got.atomic() {
-		t.Errorf("not atomic: %+v", got)
+	for _, srv := range []struct {
+		name string
+		uri  func(testing.TB) string
+	}{
+		{"Mongo", testservers.Mongo},
+		{"FerretDBPostgres", testservers.FerretDBPostgres},
+	} {
+		t.Run(srv.name, func(t *testing.T) {
+			uri := srv.uri(t)
+			kind := testservers.MongoKind()
+			if srv.name != "Mongo" {
+				kind = testservers.KindFerretDBPostgres
+			}
+			got := measureAtomicity(t, uri)
+			t.Logf("%s: counter %d of %d, size-guarded pops %d of %d, version-guarded pops %d of %d",
+				kind, got.counter, atomicG*atomicM, got.sizePops, popArray, got.versionPops, popArray)
+			if !got.atomic() {
+				t.Errorf("not atomic: %+v", got)
+			}
+		})
 	}
 }
 

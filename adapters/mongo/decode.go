@@ -125,7 +125,7 @@ func (d *messageDoc) record(dec *driver.Decoder, sessionID string, i int) (sessi
 			}
 			return session.Item{}, d.corrupt(sessionID, i, b, err)
 		}
-		return session.Item{}, d.corrupt(sessionID, i, []byte(v.String()),
+		return session.Item{}, d.corrupt(sessionID, i, rawBytes(v),
 			fmt.Errorf("%w: message_data element is a BSON %s, not a string", session.ErrCorruptRecord, v.Type))
 	}
 	if b, ok := stringBytes(d.data); ok {
@@ -139,8 +139,17 @@ func (d *messageDoc) record(dec *driver.Decoder, sessionID string, i int) (sessi
 		return session.Item{}, d.corrupt(sessionID, -1, nil,
 			fmt.Errorf("%w: message_data is missing", session.ErrCorruptRecord))
 	}
-	return session.Item{}, d.corrupt(sessionID, -1, []byte(d.data.String()),
+	return session.Item{}, d.corrupt(sessionID, -1, rawBytes(d.data),
 		fmt.Errorf("%w: message_data is a BSON %s", session.ErrCorruptRecord, d.data.Type))
+}
+
+// rawBytes returns what a corrupt report carries for a value that is not a
+// string: a binary's own bytes, else the value as extended JSON.
+func rawBytes(v bson.RawValue) []byte {
+	if _, data, ok := v.BinaryOK(); ok {
+		return data
+	}
+	return []byte(v.String())
 }
 
 // corrupt builds a report for record i (-1: the whole document).

@@ -25,6 +25,13 @@ func TestMain(m *testing.M) { testservers.Main(m) }
 
 var dbCounter atomic.Int64
 
+// ferretDB reports whether the Mongo test server is a FerretDB (no TTL
+// indexes).
+func ferretDB() bool {
+	k := testservers.MongoKind()
+	return k == testservers.KindFerretDBSQLite || k == testservers.KindFerretDBPostgres
+}
+
 // uniqueDB names a database for one test: FerretDB scans whole
 // collections, so every test gets its own.
 func uniqueDB(t testing.TB) string {

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/agentsessions/sessions/internal/testkit/testservers"
 )
 
 func TestTTL(t *testing.T) {
@@ -111,7 +110,7 @@ func TestTTL(t *testing.T) {
 
 	t.Run("TTL indexes where the server has them", func(t *testing.T) {
 		require.NoError(t, mustSession(t, st, "idx").Touch(ctx))
-		if testservers.MongoKind() == testservers.KindFerretDBSQLite {
+		if ferretDB() {
 			require.Error(t, st.TTLIndexError(), "FerretDB v1 has no TTL indexes")
 			return
 		}
@@ -153,7 +152,7 @@ func TestTTL(t *testing.T) {
 			}
 		}
 		require.Equal(t, 1, hidden, "Go's batch is hidden, nothing else")
-		if testservers.MongoKind() == testservers.KindFerretDBSQLite {
+		if ferretDB() {
 			require.Equal(t, append(texts(numbered("g", 2)), `{"py":"before"}`, `{"py":"after"}`), py.getItems(-1),
 				"without TTL indexes Python reads the expired batch until the next Go write")
 		}
