@@ -57,8 +57,14 @@ func pyCreateTables(t *testing.T, c *pgx.Conn, schema string) {
 // by json.dumps(item, ensure_ascii=True, separators=(",", ":")).
 func (p *pySession) addItems(payload ...string) {
 	p.t.Helper()
+	require.NoError(p.t, p.addItemsErr(payload...))
+}
+
+// addItemsErr is addItems returning its error, for other goroutines than
+// the test's.
+func (p *pySession) addItemsErr(payload ...string) error {
 	ctx := context.Background()
-	err := pgx.BeginFunc(ctx, p.c, func(tx pgx.Tx) error {
+	return pgx.BeginFunc(ctx, p.c, func(tx pgx.Tx) error {
 		var existing string
 		err := tx.QueryRow(ctx, `SELECT agent_sessions.session_id 
 FROM agent_sessions 
@@ -87,7 +93,6 @@ WHERE agent_sessions.session_id = $1::VARCHAR`, p.id).Scan(&existing)
 		_, err = tx.Exec(ctx, `UPDATE agent_sessions SET updated_at=CURRENT_TIMESTAMP WHERE agent_sessions.session_id = $1::VARCHAR`, p.id)
 		return err
 	})
-	require.NoError(p.t, err)
 }
 
 // getItems is SQLAlchemySession.get_items(limit): oldest first by
