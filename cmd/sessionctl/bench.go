@@ -32,10 +32,11 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	if len(pos) > 1 || *n <= 0 || *history < 0 || *batch <= 0 || *latest <= 0 {
 		return usagef("want at most one store URL and positive -n, -batch, -latest")
 	}
-	dsn := ""
+	dsn, mode := "", readWrite
 	if len(pos) == 1 {
 		dsn = pos[0]
 	} else {
+		mode = create
 		dir, err := os.MkdirTemp("", "sessionctl-bench-")
 		if err != nil {
 			return err
@@ -43,7 +44,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		defer os.RemoveAll(dir)
 		dsn = "sqlite://" + filepath.Join(dir, "sessions.db")
 	}
-	st, _, err := openStore(ctx, dsn, readWrite, *sf.connectTimeout)
+	st, _, err := openStore(ctx, dsn, mode, *sf.connectTimeout)
 	if err != nil {
 		return err
 	}

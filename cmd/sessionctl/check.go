@@ -48,6 +48,9 @@ func runCheck(ctx context.Context, e *env, args []string) error {
 	dsn := ""
 	if len(pos) == 1 {
 		dsn = pos[0]
+		if err := requireExisting(ctx, dsn); err != nil {
+			return explainOpen(ctx, ctx, dsn, time.Minute, readWrite, err)
+		}
 	} else {
 		dir, err := os.MkdirTemp("", "sessionctl-check-")
 		if err != nil {

@@ -100,6 +100,34 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	if cpErr != nil && ctx.Err() != nil {
 		return ctx.Err()
 	}
+	unlisted := ""
+	if len(items) == 0 && len(bad) == 0 && len(cps) == 0 && cpErr == nil {
+		canList, err := requireListed(ctx, st, id, dsn)
+		if err != nil {
+			return err
+		}
+		if !canList {
+			unlisted = " " + cannotListNote
+		}
+	}
+	severe := 0
+	for _, p := range problems {
+		if isSevere(p.Kind) {
+			severe++
+		}
+	}
+	// A diagnosis that found errors exits 1, as doctor's does: a severe
+	// problem, an unreadable record, an unreadable checkpoint.
+	status := error(nil)
+	errs := severe + len(bad)
+	for _, c := range cps {
+		if c.state() == cpUnreadable {
+			errs++
+		}
+	}
+	if errs > 0 {
+		status = errFailed
+	}
 	marks := map[int][]string{}
 	for _, p := range problems {
 		marks[p.Index] = append(marks[p.Index], string(p.Kind))
@@ -130,13 +158,16 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 			rep.Items[i] = inspectItem{Index: i, Type: it.Type(), Role: it.Role(), CallID: it.CallID(),
 				Marks: m, InWindow: kept[i], Item: string(it.Bytes())}
 		}
-		return writeJSON(e, rep)
+		if err := writeJSON(e, rep); err != nil {
+			return err
+		}
+		return status
 	}
 	what := plural(len(items), "item", "items")
 	if window {
 		what = fmt.Sprintf("the newest %s (a window: an output whose call is not in it is marked %s)", what, problemCallBeforeWindow)
 	}
-	fmt.Fprintf(e.stdout, "session %s: %s (capabilities: %s)\n", quoteID(id), what, session.Probe(s))
+	fmt.Fprintf(e.stdout, "session %s: %s (capabilities: %s)%s\n", quoteID(id), what, session.Probe(s), unlisted)
 	for i, it := range items {
 		mark := ""
 		if ks := marks[i]; len(ks) > 0 {
@@ -147,12 +178,6 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	for _, r := range bad {
 		fmt.Fprintf(e.stdout, "unreadable record at %s (%d bytes, left in the store): %s: %s\n", sanitize(r.Position), len(r.Raw), quoteRaw(r.Raw, *width), oneLine(fmt.Sprint(r.Err)))
 	}
-	severe := 0
-	for _, p := range problems {
-		if isSevere(p.Kind) {
-			severe++
-		}
-	}
 	fmt.Fprintf(e.stdout, "%s (%d severe), %s\n", plural(len(problems), "problem", "problems"), severe, plural(len(bad), "unreadable record", "unreadable records"))
 	if cpErr != nil {
 		fmt.Fprintf(e.stdout, "cannot list checkpoints: %s\n", oneLine(cpErr.Error()))
@@ -161,7 +186,7 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	if keepsCheckpoints {
 		printCheckpoints(e.stdout, id, cps, *width)
 	}
-	return nil
+	return status
 }
 
 // diagnoseWindow is history.Diagnose for a history, or for a window of the

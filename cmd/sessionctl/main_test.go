@@ -84,22 +84,22 @@ func TestMigrateIsAtomicPerSessionAndResumable(t *testing.T) {
 	seed(t, from, "b:{weird} id", `{"type":"function_call","call_id":"c","name":"f","arguments":"{}"}`, `{"type":"function_call_output","call_id":"c","output":"é"}`)
 	seed(t, to, "a", `{"role":"user","content":"a1"}`, `{"role":"user","content":"a2"}`) // already migrated
 
-	code, out, stderr := sessionctl(t, "migrate", "--from", from, "--to", to)
+	code, out, stderr := sessionctl(t, "migrate", "-offline", "--from", from, "--to", to)
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, out, "2 sessions: 1 copied, 1 already present, 0 failed")
 	require.Equal(t, read(t, from, "b:{weird} id"), read(t, to, "b:{weird} id"))
 	require.NotContains(t, stderr, "2/2 sessions", "no progress line for a run shorter than progressEvery when not on a terminal")
 
-	code, out, _ = sessionctl(t, "migrate", "--from", from, "--to", to)
+	code, out, _ = sessionctl(t, "migrate", "-offline", "--from", from, "--to", to)
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "0 copied, 2 already present", "running it again copies nothing")
 
 	seed(t, to, "a", `{"role":"user","content":"diverged"}`)
-	code, out, stderr = sessionctl(t, "migrate", "--from", from, "--to", to, "--session", "a")
+	code, out, stderr = sessionctl(t, "migrate", "-offline", "--from", from, "--to", to, "--session", "a")
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr, "use --overwrite")
 	require.Len(t, read(t, to, "a"), 3, "a refused session is left as it was")
-	code, _, _ = sessionctl(t, "migrate", "--from", from, "--to", to, "--session", "a", "--overwrite")
+	code, _, _ = sessionctl(t, "migrate", "-offline", "--from", from, "--to", to, "--session", "a", "--overwrite")
 	require.Equal(t, 0, code)
 	require.Equal(t, read(t, from, "a"), read(t, to, "a"))
 	_ = out
@@ -120,7 +120,7 @@ func TestDoctorAndRepair(t *testing.T) {
 	require.Contains(t, out, "2 sessions checked, 1 with errors")
 
 	code, out, _ = sessionctl(t, "inspect", dsn, "dead")
-	require.Equal(t, 0, code)
+	require.Equal(t, 1, code, "a severe problem is an error of the diagnosis")
 	require.Contains(t, out, "<- orphan-output")
 
 	code, out, _ = sessionctl(t, "repair", "--dry-run", dsn, "dead")
@@ -129,7 +129,7 @@ func TestDoctorAndRepair(t *testing.T) {
 	require.Len(t, read(t, dsn, "dead"), 4)
 
 	backup := filepath.Join(t.TempDir(), "backup.jsonl")
-	code, out, stderr := sessionctl(t, "repair", "-apply", "--backup", backup, dsn, "dead")
+	code, out, stderr := sessionctl(t, "repair", "-apply", "-offline", "--backup", backup, dsn, "dead")
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, out, "repaired: 3 of 4 items remain")
 	raw, err := os.ReadFile(backup)
@@ -138,7 +138,7 @@ func TestDoctorAndRepair(t *testing.T) {
 
 	code, out, _ = sessionctl(t, "doctor", dsn, "--session", "dead")
 	require.Equal(t, 0, code, out)
-	code, out, _ = sessionctl(t, "repair", "-apply", dsn, "dead")
+	code, out, _ = sessionctl(t, "repair", "-apply", "-offline", dsn, "dead")
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "nothing to repair")
 }

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/agentsessions/sessions/adapters"
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 func init() {
@@ -24,6 +26,8 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 	from := fs.String("from", "", "source store URL (opened read-only)")
 	to := fs.String("to", "", "destination store URL")
 	overwrite := fs.Bool("overwrite", false, "replace destination sessions that hold different items")
+	offline := fs.Bool("offline", false, "on a destination without the versioned-replace capability: write each session unconditionally; you assert that nothing writes to the destination meanwhile")
+	keysFile := addKeysFlag(fs)
 	var ids multiFlag
 	fs.Var(&ids, "session", "migrate this session (repeatable; default: every session the source lists)")
 	pos, err := parse(fs, args)
@@ -36,13 +40,20 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 	if *from == "" || *to == "" {
 		return usagef("both --from and --to are required")
 	}
+	if why := volatile(*to); why != "" {
+		return usagef("refusing --to %s: %s, so the copy would vanish with it; migrate to a store that keeps what it is given", redactDSN(*to), why)
+	}
+	keys, err := loadKeys(*keysFile)
+	if err != nil {
+		return err
+	}
 	e.setStatus("opening the stores; nothing copied")
 	src, corrupt, err := openStore(ctx, *from, readOnly, *sf.connectTimeout)
 	if err != nil {
 		return fmt.Errorf("source: %w", err)
 	}
 	defer src.Close()
-	dst, _, err := openStore(ctx, *to, readWrite, *sf.connectTimeout)
+	dst, dstCorrupt, err := openStore(ctx, *to, create, *sf.connectTimeout)
 	if err != nil {
 		return fmt.Errorf("destination: %w", err)
 	}
@@ -63,7 +74,7 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 		}
 		e.setStatus("%d of %d sessions done (%d copied, %d already present, %d failed); each session is copied whole or not at all: run migrate again to resume",
 			i, len(list), rep.Copied, rep.AlreadyPresent, len(rep.Failures))
-		res, err := migrateOne(ctx, src, dst, id, *overwrite)
+		res, err := migrateOne(ctx, migration{src: src, dst: dst, dstCorrupt: dstCorrupt, keys: keys, overwrite: *overwrite, offline: *offline}, id)
 		bad := corrupt.Reports(id)
 		switch {
 		case err != nil && ctx.Err() != nil:
@@ -123,33 +134,106 @@ type migrateFailure struct {
 	Error     string `json:"error"`
 }
 
-func migrateOne(ctx context.Context, src, dst adapters.Store, id string, overwrite bool) (string, error) {
-	s, err := src.Session(id)
+// migration is what migrateOne needs of a migrate run.
+type migration struct {
+	src, dst           adapters.Store
+	dstCorrupt         *driver.CorruptLog
+	keys               keyring
+	overwrite, offline bool
+}
+
+// errSourceChanged reports a source session that changed while it was
+// copied: the copy holds the history as read.
+var errSourceChanged = errors.New("the source changed during the copy")
+
+// migrateOne copies one session. The source is only read: its version
+// (where it has one) is read before and after the copy, and a change means
+// an append made during the copy is not in it (errSourceChanged; a rerun
+// copies it). The destination is written with a conditional replace
+// (session.ReplaceIf) against the version of what was read there, so that
+// a writer of the destination loses nothing; a destination without the
+// capability is written unconditionally only with -offline.
+func migrateOne(ctx context.Context, m migration, id string) (string, error) {
+	s, err := m.keys.session(m.src, id)
 	if err != nil {
 		return "", err
 	}
-	d, err := dst.Session(id)
+	d, err := m.keys.session(m.dst, id)
 	if err != nil {
 		return "", err
+	}
+	srcVersioned := session.Probe(s).Has(session.CapVersionedReplace)
+	dstVersioned := session.Probe(d).Has(session.CapVersionedReplace)
+	if !dstVersioned && !m.offline {
+		return "", errors.New("the destination cannot replace a history only if it is unchanged (no versioned-replace capability), so an append made there during the copy would be lost; stop every writer of the destination and add -offline; nothing written")
+	}
+	var before string
+	if srcVersioned {
+		if before, err = session.Version(ctx, s); err != nil {
+			return "", fmt.Errorf("read the source's version: %w", err)
+		}
 	}
 	items, err := session.All(ctx, s)
 	if err != nil {
 		return "", fmt.Errorf("read: %w", err)
 	}
-	have, err := session.All(ctx, d)
+	dr, err := readConsistent(ctx, d, m.dstCorrupt, id, dstVersioned)
 	if err != nil {
 		return "", fmt.Errorf("read destination: %w", err)
 	}
-	if sameItems(items, have) {
-		return "skipped", copyTimes(ctx, src, dst, id)
-	}
-	if len(have) > 0 && !overwrite {
+	have := dr.items
+	res := "copied"
+	switch {
+	case sameItems(items, have) && len(dr.bad) == 0:
+		res = "skipped"
+	case len(have) > 0 && !m.overwrite && !(len(dr.bad) == 0 && isPrefix(have, items)):
+		// A destination holding a prefix of the source is an earlier copy
+		// the source has grown past: completing it overwrites nothing.
 		return "", fmt.Errorf("the destination holds %s that differ from the source; use --overwrite to replace them", plural(len(have), "item", "items"))
+	case dstVersioned:
+		if err := session.ReplaceIf(ctx, d, dr.version, items); errors.Is(err, session.ErrHistoryChanged) {
+			return "", errors.New("the destination session changed while it was being written (something writes to it): nothing written; run migrate again")
+		} else if err != nil {
+			return "", fmt.Errorf("write: %w", err)
+		}
+	default:
+		if err := session.Replace(ctx, d, items); err != nil {
+			return "", fmt.Errorf("write: %w", err)
+		}
 	}
-	if err := session.Replace(ctx, d, items); err != nil {
-		return "", fmt.Errorf("write: %w", err)
+	if err := sourceUnchanged(ctx, s, srcVersioned, before, items); err != nil {
+		return "", err
 	}
-	return "copied", copyTimes(ctx, src, dst, id)
+	return res, copyTimes(ctx, m.src, m.dst, id)
+}
+
+// sourceUnchanged reports errSourceChanged when the source session is not
+// what was copied any more: its version moved, or, without versions, a
+// second read differs.
+func sourceUnchanged(ctx context.Context, s session.Session, versioned bool, before string, items []session.Item) error {
+	changed := false
+	if versioned {
+		after, err := session.Version(ctx, s)
+		if err != nil {
+			return fmt.Errorf("read the source's version after the copy: %w", err)
+		}
+		changed = after != before
+	} else {
+		again, err := session.All(ctx, s)
+		if err != nil {
+			return fmt.Errorf("read the source again after the copy: %w", err)
+		}
+		changed = !sameItems(items, again)
+	}
+	if changed {
+		return fmt.Errorf("%w: the destination holds the %s read; what was written to the source since is not copied (run migrate again to copy it)", errSourceChanged, plural(len(items), "item", "items"))
+	}
+	return nil
+}
+
+// isPrefix reports whether a is a prefix of b.
+func isPrefix(a, b []session.Item) bool {
+	return len(a) <= len(b) && sameItems(a, b[:len(a)])
 }
 
 // copyTimes gives the destination's copy of session id the source's

@@ -43,7 +43,7 @@ func TestMigrateNaNBetweenEveryPair(t *testing.T) {
 					continue
 				}
 				dst := to.URL(t)
-				code, out, stderr := sessionctl(t, "migrate", "--from", src, "--to", dst, "--session", "nan")
+				code, out, stderr := sessionctl(t, "migrate", "-offline", "--from", src, "--to", dst, "--session", "nan")
 				require.Equal(t, 0, code, "%s -> %s: %s", from.Name, to.Name, stderr)
 				require.Contains(t, out, "1 copied", "%s -> %s", from.Name, to.Name)
 				require.NotContains(t, stderr, "unreadable")

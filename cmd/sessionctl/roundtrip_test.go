@@ -40,12 +40,12 @@ func TestMigratePythonSQLiteThroughRedisAndBack(t *testing.T) {
 			mid := redisURL + "?layout=" + layout + "&key_prefix=roundtrip-" + layout
 			back := sqliteURL(t, "back.db")
 
-			code, out, stderr := sessionctl(t, "migrate", "--from", src, "--to", mid)
+			code, out, stderr := sessionctl(t, "migrate", "-offline", "--from", src, "--to", mid)
 			require.Equal(t, 1, code, stderr)
 			require.Contains(t, out, "3 sessions: 2 copied, 0 already present, 1 failed")
 			require.Contains(t, stderr, `session "conversation-1": unreadable record`, "the record is named")
 
-			code, out, stderr = sessionctl(t, "migrate", "--from", mid, "--to", back)
+			code, out, stderr = sessionctl(t, "migrate", "-offline", "--from", mid, "--to", back)
 			require.Equal(t, 0, code, stderr)
 			require.Contains(t, out, "3 sessions: 3 copied", "the Redis store lists what it holds")
 
@@ -59,7 +59,7 @@ func TestMigratePythonSQLiteThroughRedisAndBack(t *testing.T) {
 			first := read(t, back, "unicode ünï ☃ 😀")[0]
 			require.True(t, bytes.Contains([]byte(first), []byte(`\u`)) || bytes.Contains([]byte(first), []byte(`": "`)), first)
 
-			code, out, _ = sessionctl(t, "migrate", "--from", src, "--to", mid)
+			code, out, _ = sessionctl(t, "migrate", "-offline", "--from", src, "--to", mid)
 			require.Equal(t, 1, code)
 			require.Contains(t, out, "0 copied, 2 already present, 1 failed", "a second run finds the whole sessions in place, and does not call the incomplete one present")
 		})

@@ -35,18 +35,25 @@ func addStoreFlags(fs *flag.FlagSet) storeFlags {
 	}
 }
 
-// access says whether a command may write to the store it opens.
-type access bool
+// access says what a command may do to the store it opens.
+type access int
 
 const (
-	readOnly  access = true
-	readWrite access = false
+	// readOnly creates nothing and writes nothing.
+	readOnly access = iota
+	// readWrite writes to a store that exists: an SQLite file that is
+	// missing, or holds no session tables, is an error, as for readOnly.
+	readWrite
+	// create may create the store: migrate's destination, demo's file.
+	create
 )
 
 // openStore opens a store URL with a collector for corrupt-record reports.
 // A read-only open creates nothing (no file, table, collection, index) and
-// fails when the store does not exist. The store must answer within
-// timeout; a store that cannot be reached is one line saying so.
+// fails when the store does not exist; so does a read-write open of an
+// SQLite file (no command but migrate's destination creates a store at a
+// mistyped path). The store must answer within timeout; a store that
+// cannot be reached is one line saying so.
 func openStore(ctx context.Context, dsn string, mode access, timeout time.Duration) (adapters.Store, *driver.CorruptLog, error) {
 	if timeout <= 0 {
 		return nil, nil, usagef("-connect-timeout must be positive")
@@ -56,10 +63,15 @@ func openStore(ctx context.Context, dsn string, mode access, timeout time.Durati
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if mode == readWrite {
+		if err := requireExisting(cctx, dsn); err != nil {
+			return nil, nil, explainOpen(ctx, cctx, dsn, timeout, mode, err)
+		}
+	}
 	corrupt := &driver.CorruptLog{}
-	st, err := adapters.OpenWith(cctx, dsn, adapters.Options{OnCorrupt: corrupt.Handler(), ReadOnly: bool(mode)})
+	st, err := adapters.OpenWith(cctx, dsn, adapters.Options{OnCorrupt: corrupt.Handler(), ReadOnly: mode == readOnly})
 	if err != nil {
-		return nil, nil, explainOpen(ctx, cctx, dsn, timeout, err)
+		return nil, nil, explainOpen(ctx, cctx, dsn, timeout, mode, err)
 	}
 	// Some backends (MongoDB) connect lazily: a read of a session nobody
 	// has makes an unreachable server an error now, in one line, rather
@@ -67,17 +79,66 @@ func openStore(ctx context.Context, dsn string, mode access, timeout time.Durati
 	if s, err := st.Session("sessionctl-reachability-probe"); err == nil {
 		if _, err := session.Latest(cctx, s, 1); err != nil {
 			_ = st.Close()
-			return nil, nil, explainOpen(ctx, cctx, dsn, timeout, err)
+			return nil, nil, explainOpen(ctx, cctx, dsn, timeout, mode, err)
 		}
 	}
 	return st, corrupt, nil
+}
+
+// requireExisting refuses an SQLite URL whose file does not exist or holds
+// no session tables, before a read-write open would create them: it opens
+// the file read-only (which creates nothing) and closes it. The SQLite
+// adapter has no URL option for "open read-write, create nothing"; other
+// backends have no file to mistype (a session id they do not list is
+// refused by the commands themselves).
+func requireExisting(ctx context.Context, dsn string) error {
+	if !isSQLiteFile(dsn) {
+		return nil
+	}
+	st, err := adapters.OpenWith(ctx, dsn, adapters.Options{ReadOnly: true, OnCorrupt: func(context.Context, driver.CorruptRecord) {}})
+	if err != nil {
+		return err
+	}
+	return st.Close()
+}
+
+// isSQLiteFile reports whether dsn names an SQLite database file (not an
+// in-memory one).
+func isSQLiteFile(dsn string) bool {
+	u, err := url.Parse(dsn)
+	if err != nil || !strings.EqualFold(u.Scheme, sqlite.Scheme) {
+		return false
+	}
+	p, err := sqlite.URLPath(u)
+	return err == nil && !sqliteInMemory(p)
+}
+
+func sqliteInMemory(path string) bool {
+	return path == ":memory:" || strings.HasPrefix(path, "file::memory:") || strings.Contains(path, "mode=memory")
+}
+
+// volatile says why what is written to dsn would vanish when sessionctl
+// exits ("" when it would not): memory:// and an in-memory SQLite database
+// live in this process only.
+func volatile(dsn string) string {
+	if isMemory(dsn) {
+		return "memory:// is a store inside this sessionctl process: it is new at every open and gone when the process exits"
+	}
+	u, err := url.Parse(dsn)
+	if err != nil || !strings.EqualFold(u.Scheme, sqlite.Scheme) {
+		return ""
+	}
+	if p, err := sqlite.URLPath(u); err == nil && sqliteInMemory(p) {
+		return "an in-memory SQLite database lives inside this sessionctl process: it is new at every open and gone when the process exits"
+	}
+	return ""
 }
 
 // explainOpen turns a failed open into one line: "cannot reach" with the
 // reason when the network failed, the store's own error otherwise.
 // A driver cut off by the deadline may say anything ("error decoding key
 // arr: unexpected EOF"): when the deadline passed, that is the reason.
-func explainOpen(ctx, cctx context.Context, dsn string, timeout time.Duration, err error) error {
+func explainOpen(ctx, cctx context.Context, dsn string, timeout time.Duration, mode access, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -87,10 +148,14 @@ func explainOpen(ctx, cctx context.Context, dsn string, timeout time.Duration, e
 	switch {
 	case errors.Is(err, adapters.ErrInvalidDSN):
 		return err
-	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, fs.ErrNotExist) && mode == readOnly:
 		return fmt.Errorf("no store at %s: the file does not exist (read-only commands never create one; check the path)", redactDSN(dsn))
-	case errors.Is(err, sqlite.ErrNoSchema):
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("no store at %s: the file does not exist (sessionctl creates a store only as migrate's destination; check the path); nothing changed", redactDSN(dsn))
+	case errors.Is(err, sqlite.ErrNoSchema) && mode == readOnly:
 		return fmt.Errorf("%s holds no session tables (read-only commands never create them; check the path and the *_table options): %w", redactDSN(dsn), err)
+	case errors.Is(err, sqlite.ErrNoSchema):
+		return fmt.Errorf("%s holds no session tables (sessionctl creates them only as migrate's destination; check the path and the *_table options); nothing changed: %w", redactDSN(dsn), err)
 	case strings.Contains(err.Error(), "attempt to write a readonly database"):
 		return fmt.Errorf("%s: SQLite cannot read a WAL-mode database read-only without its -shm file, which this directory does not let it create; copy the file to a writable directory, or run where the -shm file exists: %w", redactDSN(dsn), err)
 	}
@@ -222,3 +287,32 @@ type multiFlag []string
 
 func (m *multiFlag) String() string     { return fmt.Sprint(*m) }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// errNoSuchSession reports a session id the store does not list.
+var errNoSuchSession = errors.New("no such session")
+
+// requireListed refuses a session id the store does not list (a mistyped
+// id), when the store can list its sessions: ok is false when it cannot,
+// and the caller says that an id it does not have reads as an empty
+// session. Call it when the session read as empty (no item, no unreadable
+// record): a session with items is listed.
+func requireListed(ctx context.Context, st adapters.Store, id, dsn string) (ok bool, err error) {
+	l, canList := st.(adapters.Lister)
+	if !canList {
+		return false, nil
+	}
+	ids, err := l.ListSessions(ctx)
+	if err != nil {
+		return true, fmt.Errorf("listing the sessions of %s to check that %s exists: %w", redactDSN(dsn), quoteID(id), err)
+	}
+	for _, x := range ids {
+		if x == id {
+			return true, nil
+		}
+	}
+	return true, fmt.Errorf("%w %s in %s (sessionctl list shows those it has; nothing changed)", errNoSuchSession, quoteID(id), redactDSN(dsn))
+}
+
+// cannotListNote is what inspect and repair say about an empty session of
+// a store that cannot list its sessions.
+const cannotListNote = "(this store cannot list its sessions, so an id it does not have reads as an empty session)"

@@ -53,7 +53,7 @@ func TestMigrateAndRepairKeepSessionTimes(t *testing.T) {
 					continue
 				}
 				dst := to.URL(t)
-				code, _, stderr := sessionctl(t, "migrate", "--from", src, "--to", dst, "--session", "old")
+				code, _, stderr := sessionctl(t, "migrate", "-offline", "--from", src, "--to", dst, "--session", "old")
 				require.Equal(t, 0, code, stderr)
 				got, ok := times(t, dst, "old")
 				require.True(t, ok)
@@ -64,7 +64,7 @@ func TestMigrateAndRepairKeepSessionTimes(t *testing.T) {
 			}
 			// repair: an orphan output is quarantined; created_at stays.
 			seed(t, src, "old", `{"type":"function_call_output","call_id":"gone","output":"x"}`)
-			code, _, stderr := sessionctl(t, "repair", "-apply", "-backup", "-", src, "old")
+			code, _, stderr := sessionctl(t, "repair", "-apply", "-offline", "-backup", "-", src, "old")
 			require.Equal(t, 0, code, stderr)
 			got, ok := times(t, src, "old")
 			require.True(t, ok)
