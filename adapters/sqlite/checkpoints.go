@@ -174,6 +174,11 @@ func (s *Session) SaveCheckpoint(ctx context.Context, name string, doc []byte, v
 // error wraps session.ErrCheckpointConflict. An empty batch only saves the
 // checkpoint.
 func (s *Session) AppendWithCheckpoint(ctx context.Context, items []session.Item, name string, doc []byte, version int64) (int64, error) {
+	if len(items) > 0 {
+		if err := s.st.historyWritable(); err != nil {
+			return 0, err
+		}
+	}
 	if err := validCheckpoint(name, doc); err != nil {
 		return 0, err
 	}
@@ -352,6 +357,9 @@ func (s *Session) ckOp(verb, name string) string {
 // Clear keeps). It is conformance.Remover's method, so that a check leaves
 // no trace.
 func (st *Store) RemoveSession(ctx context.Context, id string) error {
+	if err := st.historyWritable(); err != nil {
+		return err
+	}
 	s, err := st.Session(id)
 	if err != nil {
 		return err

@@ -9,6 +9,18 @@
 // message_data, and the index idx_agent_messages_session_id on
 // (session_id, id). Items are ordered by the AUTOINCREMENT id.
 //
+// Stores the SDK made before its 0.7 index (session_id, created_at) under
+// that name; a read-write open adds agentsessions_agent_messages_session_id_id
+// on (session_id, id) beside it, so that reads of the newest items stay
+// O(limit), and logs that it did.
+//
+// A store of the SDK's AdvancedSQLiteSession (it has a message_structure
+// table) is recognised: sessions read its "main" branch in the class's
+// order, and every write to a history fails with ErrAdvancedStore, since
+// the class would not show a row written without its structure rows and
+// would delete it as an orphan. Checkpoints, in a table of their own,
+// still work.
+//
 // A Store is one database; Store.Session returns a handle on one session:
 //
 //	st, err := sqlite.OpenFile(ctx, "agent.db", sqlite.Options{})

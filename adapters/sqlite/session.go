@@ -188,6 +188,9 @@ var testHookLatest func()
 // (group commit, see the package documentation); each call returns after
 // the commit that holds its batch, and a batch that fails fails alone.
 func (s *Session) AddItems(ctx context.Context, items []session.Item) error {
+	if err := s.st.historyWritable(); err != nil {
+		return err
+	}
 	if err := driver.ValidateBatch(items); err != nil {
 		return err
 	}
@@ -242,6 +245,9 @@ func (s *Session) insert(ctx context.Context, w *wconn, items []session.Item) er
 // leaving it in place, and deletes the newest readable one. A session
 // without a readable item gives ok == false and deletes nothing.
 func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
+	if err := s.st.historyWritable(); err != nil {
+		return session.Item{}, false, err
+	}
 	if err := s.st.check(ctx); err != nil {
 		return session.Item{}, false, err
 	}
@@ -333,6 +339,9 @@ func (s *Session) popReadable(ctx context.Context, w *wconn, d *decoder) (sessio
 // transaction. Its checkpoints stay (Store.RemoveSession deletes them
 // too).
 func (s *Session) Clear(ctx context.Context) error {
+	if err := s.st.historyWritable(); err != nil {
+		return err
+	}
 	return s.st.writeW(ctx, "clear", false, func(ctx context.Context, w *wconn, _ bool) error {
 		return s.clear(ctx, w)
 	})
@@ -351,6 +360,9 @@ func (s *Session) clear(ctx context.Context, w *wconn) error {
 // repair and compaction replace a conversation, not start a new one.
 // Replacing with no items is Clear. Checkpoints stay either way.
 func (s *Session) ReplaceItems(ctx context.Context, items []session.Item) error {
+	if err := s.st.historyWritable(); err != nil {
+		return err
+	}
 	if err := driver.ValidateBatch(items); err != nil {
 		return err
 	}
@@ -384,6 +396,9 @@ func (s *Session) HistoryVersion(ctx context.Context) (string, error) {
 // otherwise it returns an error wrapping session.ErrHistoryChanged and
 // writes nothing.
 func (s *Session) ReplaceItemsIf(ctx context.Context, version string, items []session.Item) error {
+	if err := s.st.historyWritable(); err != nil {
+		return err
+	}
 	if err := driver.ValidateBatch(items); err != nil {
 		return err
 	}

@@ -22,11 +22,12 @@ import (
 // concurrent use, and several Stores (in one process or in several) may
 // share a database file.
 type Store struct {
-	db     *sql.DB
-	owned  bool // Open opened db, so Close closes it
-	memory bool // an in-memory database: its one connection is the database
-	opts   Options
-	q      *queries
+	advanced bool // an AdvancedSQLiteSession store: read-only history (advanced.go)
+	db       *sql.DB
+	owned    bool // Open opened db, so Close closes it
+	memory   bool // an in-memory database: its one connection is the database
+	opts     Options
+	q        *queries
 	// w is the group-commit writer every write goes through (writer.go).
 	w writerState
 	// syncPragma, for OpenDB with Options.Synchronous, is run on each
@@ -245,7 +246,15 @@ func newStore(ctx context.Context, db *sql.DB, owned, memory bool, o Options, sy
 		st.stopWriter()
 		return nil, err
 	}
-	var err error
+	advanced, err := st.detectAdvanced(ctx)
+	if err != nil {
+		st.stopWriter()
+		return nil, fmt.Errorf("sqlite: reading the schema: %w", err)
+	}
+	if advanced {
+		st.advanced = true
+		st.q.readAdvanced()
+	}
 	for _, p := range []struct {
 		dst   **sql.Stmt
 		query string

@@ -137,6 +137,9 @@ func (s *urlStore) RemoveSession(ctx context.Context, id string) error {
 // AppendRaw stores raw, unvalidated, as TEXT in the next row of session
 // id, with the statements AddItems uses.
 func (s *urlStore) AppendRaw(ctx context.Context, id string, raw []byte) error {
+	if err := s.st.historyWritable(); err != nil {
+		return err
+	}
 	if _, err := s.st.Session(id); err != nil {
 		return err
 	}
