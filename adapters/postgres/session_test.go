@@ -525,7 +525,7 @@ func settle(t *testing.T, st *Store) {
 	for {
 		var n int
 		require.NoError(t, st.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE pid <> pg_backend_pid() AND state <> 'idle' AND strpos(query, $1) > 0`, st.q.messages).Scan(&n))
+			WHERE pid <> pg_backend_pid() AND state <> 'idle' AND strpos(query, $1) > 0`, quote(st.opts.Schema)).Scan(&n))
 		if n == 0 {
 			return
 		}
