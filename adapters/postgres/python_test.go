@@ -2,12 +2,14 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentsessions/sessions/session"
@@ -75,11 +77,20 @@ WHERE agent_sessions.session_id = $1::VARCHAR`, p.id).Scan(&existing)
 			if _, err := tx.Exec(ctx, `SAVEPOINT sa_savepoint_1`); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO agent_sessions (session_id) VALUES ($1::VARCHAR)`, p.id); err != nil {
+			_, err := tx.Exec(ctx, `INSERT INTO agent_sessions (session_id) VALUES ($1::VARCHAR)`, p.id)
+			var pgErr *pgconn.PgError
+			switch {
+			case errors.As(err, &pgErr) && pgErr.Code == "23505":
+				// except IntegrityError: another writer created it.
+				if _, err := tx.Exec(ctx, `ROLLBACK TO SAVEPOINT sa_savepoint_1`); err != nil {
+					return err
+				}
+			case err != nil:
 				return err
-			}
-			if _, err := tx.Exec(ctx, `RELEASE SAVEPOINT sa_savepoint_1`); err != nil {
-				return err
+			default:
+				if _, err := tx.Exec(ctx, `RELEASE SAVEPOINT sa_savepoint_1`); err != nil {
+					return err
+				}
 			}
 		} else if err != nil {
 			return err
