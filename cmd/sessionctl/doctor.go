@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/agentsessions/sessions/adapters"
 	"github.com/agentsessions/sessions/history"
 	"github.com/agentsessions/sessions/session"
 )
@@ -40,16 +41,23 @@ type doctorSession struct {
 	// Checkpoints are the findings about the session's run-state
 	// checkpoints (what the next resume does with each pending write).
 	Checkpoints []checkpointFinding `json:"checkpoints"`
-	Error       string              `json:"error,omitempty"`
+	// Encrypted counts the envelopes read without a key: the session was
+	// not diagnosed.
+	Encrypted int    `json:"encrypted_items,omitempty"`
+	Error     string `json:"error,omitempty"`
 }
 
 // doctorReport is doctor's -json output.
 type doctorReport struct {
-	Store              string          `json:"store"`
-	SessionsChecked    int             `json:"sessions_checked"`
-	SessionsWithErrors int             `json:"sessions_with_errors"`
-	SessionsUnreadable int             `json:"sessions_unreadable"`
-	Sessions           []doctorSession `json:"sessions"` // only those with findings
+	Store              string `json:"store"`
+	SessionsChecked    int    `json:"sessions_checked"`
+	SessionsWithErrors int    `json:"sessions_with_errors"`
+	SessionsUnreadable int    `json:"sessions_unreadable"`
+	// SessionsNotDiagnosed are sessions holding encrypted items read
+	// without a key (EncryptedItems in all); exit status 1.
+	SessionsNotDiagnosed int             `json:"sessions_not_diagnosed"`
+	EncryptedItems       int             `json:"encrypted_items"`
+	Sessions             []doctorSession `json:"sessions"` // only those with findings
 }
 
 // runDoctor diagnoses every session (or those named) and reports them all:
@@ -57,9 +65,14 @@ type doctorReport struct {
 func runDoctor(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "doctor", "URL")
 	sf := addStoreFlags(fs)
+	keysFile := addKeysFlag(fs)
 	var ids multiFlag
 	fs.Var(&ids, "session", "diagnose this session (repeatable; default: every session the store lists)")
 	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	keys, err := loadKeys(*keysFile)
 	if err != nil {
 		return err
 	}
@@ -68,6 +81,18 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer st.Close()
+	// Sessions named with --session that the store does not list.
+	var listed map[string]bool
+	if l, ok := st.(adapters.Lister); ok && len(ids) > 0 {
+		all, err := l.ListSessions(ctx)
+		if err != nil {
+			return fmt.Errorf("listing the sessions of %s: %w", redactDSN(pos[0]), err)
+		}
+		listed = map[string]bool{}
+		for _, id := range all {
+			listed[id] = true
+		}
+	}
 	rep := doctorReport{Store: redactDSN(pos[0]), Sessions: []doctorSession{}}
 	p := newProgress(e, "diagnosed", len(list))
 	for i, id := range list {
@@ -78,7 +103,7 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 		e.setStatus("%d of %d sessions diagnosed, %d with errors so far; nothing changed (doctor is read-only)", i, len(list), rep.SessionsWithErrors)
 		ds := doctorSession{SessionID: id, Problems: []problemJSON{}, CorruptRecords: []corruptJSON{}, Checkpoints: []checkpointFinding{}}
 		var items []session.Item
-		s, serr := st.Session(id)
+		s, serr := keys.session(st, id)
 		err := serr
 		if err == nil {
 			items, err = session.All(ctx, s)
@@ -97,6 +122,17 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 			}
 		}
 		ds.Items = len(items)
+		if n := countEnvelopes(items); n > 0 {
+			// Without the key an envelope's call or output is invisible: a
+			// diagnosis of the rest would pass what it cannot see.
+			ds.Encrypted = n
+			rep.SessionsNotDiagnosed++
+			rep.EncryptedItems += n
+			if !*sf.json {
+				p.printf("error: session %s: %s not diagnosed; %s", quoteID(id), plural(n, "encrypted item", "encrypted items"), keysHint)
+			}
+			items = nil
+		}
 		problems := history.Diagnose(items)
 		ds.Problems = toProblemJSON(problems)
 		for _, pr := range problems {
@@ -114,6 +150,13 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 			severe++
 			if !*sf.json {
 				p.printf("error: session %s: unreadable record at %s (%d bytes, left in the store): %s", quoteID(id), sanitize(r.Position), len(r.Raw), oneLine(fmt.Sprint(r.Err)))
+			}
+		}
+		if listed != nil && !listed[id] && len(items) == 0 && len(bad) == 0 && err == nil {
+			ds.Error = errNoSuchSession.Error()
+			severe++
+			if !*sf.json {
+				p.printf("error: session %s: no such session (the store does not list it)", quoteID(id))
 			}
 		}
 		if serr == nil {
@@ -141,7 +184,7 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 		if severe > 0 {
 			rep.SessionsWithErrors++
 		}
-		if severe > 0 || len(problems) > 0 || len(ds.Checkpoints) > 0 {
+		if severe > 0 || len(problems) > 0 || len(ds.Checkpoints) > 0 || ds.Encrypted > 0 {
 			rep.Sessions = append(rep.Sessions, ds)
 		}
 		rep.SessionsChecked++
@@ -153,13 +196,19 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	} else {
-		fmt.Fprintf(e.stdout, "%s checked, %d with errors", plural(rep.SessionsChecked, "session", "sessions"), rep.SessionsWithErrors)
+		if rep.SessionsNotDiagnosed > 0 {
+			fmt.Fprintf(e.stdout, "%s read, %d diagnosed, %d with errors; %d not diagnosed: %s (%s)",
+				plural(rep.SessionsChecked, "session", "sessions"), rep.SessionsChecked-rep.SessionsNotDiagnosed, rep.SessionsWithErrors,
+				rep.SessionsNotDiagnosed, plural(rep.EncryptedItems, "encrypted item", "encrypted items"), keysHint)
+		} else {
+			fmt.Fprintf(e.stdout, "%s checked, %d with errors", plural(rep.SessionsChecked, "session", "sessions"), rep.SessionsWithErrors)
+		}
 		if rep.SessionsUnreadable > 0 {
 			fmt.Fprintf(e.stdout, " (%d could not be read)", rep.SessionsUnreadable)
 		}
 		fmt.Fprintln(e.stdout)
 	}
-	if rep.SessionsWithErrors > 0 {
+	if rep.SessionsWithErrors > 0 || rep.SessionsNotDiagnosed > 0 {
 		return errFailed
 	}
 	return nil

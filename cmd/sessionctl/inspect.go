@@ -30,6 +30,8 @@ type inspectItem struct {
 	Marks    []string `json:"marks"`
 	InWindow bool     `json:"in_model_input"`
 	Item     string   `json:"item"` // the stored JSON text, exactly
+	// Encrypted marks an envelope read without a key.
+	Encrypted bool `json:"encrypted,omitempty"`
 }
 
 // inspectReport is inspect's -json output.
@@ -42,6 +44,9 @@ type inspectReport struct {
 	Items          []inspectItem `json:"items"`
 	Problems       []problemJSON `json:"problems"`
 	CorruptRecords []corruptJSON `json:"corrupt_records"`
+	// EncryptedItems counts the envelopes read without a key; the history
+	// is then not diagnosed (problems is empty) and the exit status is 1.
+	EncryptedItems int `json:"encrypted_items"`
 	// Checkpoints are the session's run-state checkpoints, by name; null
 	// when the store keeps none (no checkpoints capability).
 	Checkpoints []checkpointJSON `json:"checkpoints"`
@@ -55,6 +60,7 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	sf := addStoreFlags(fs)
 	limit := fs.Int("limit", 0, "show only the newest N items (0: all); the diagnosis then knows it sees a window")
 	width := fs.Int("width", 100, "truncate each item to this many characters (0: no limit)")
+	keysFile := addKeysFlag(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -66,13 +72,17 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 		return usagef("-limit must not be negative")
 	}
 	dsn, id := pos[0], pos[1]
+	keys, err := loadKeys(*keysFile)
+	if err != nil {
+		return err
+	}
 	e.setStatus("opening %s read-only; nothing changed", redactDSN(dsn))
 	st, corrupt, err := openStore(ctx, dsn, readOnly, *sf.connectTimeout)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	s, err := st.Session(id)
+	s, err := keys.session(st, id)
 	if err != nil {
 		return err
 	}
@@ -87,7 +97,14 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	window := *limit > 0 && len(items) == *limit // a shorter read is the whole history
+	// Envelopes read without a key hide their calls and outputs: the
+	// history is not diagnosed at all (a diagnosis of the rest would
+	// report what it cannot see as healthy, or as orphans).
+	encrypted := countEnvelopes(items)
 	problems := diagnoseWindow(items, window)
+	if encrypted > 0 {
+		problems = nil
+	}
 	kept := make([]bool, len(items))
 	for i := range kept {
 		kept[i] = true
@@ -119,7 +136,7 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	// A diagnosis that found errors exits 1, as doctor's does: a severe
 	// problem, an unreadable record, an unreadable checkpoint.
 	status := error(nil)
-	errs := severe + len(bad)
+	errs := severe + len(bad) + encrypted
 	for _, c := range cps {
 		if c.state() == cpUnreadable {
 			errs++
@@ -136,7 +153,7 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	if *sf.json {
 		rep := inspectReport{Store: redactDSN(dsn), SessionID: id, Capabilities: session.Probe(s).String(),
 			Limit: *limit, Window: window, Items: make([]inspectItem, len(items)),
-			Problems: toProblemJSON(problems), CorruptRecords: toCorruptJSONs(bad)}
+			Problems: toProblemJSON(problems), CorruptRecords: toCorruptJSONs(bad), EncryptedItems: encrypted}
 		if keepsCheckpoints {
 			rep.Checkpoints = make([]checkpointJSON, len(cps))
 			for i, c := range cps {
@@ -156,7 +173,7 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 				m = []string{}
 			}
 			rep.Items[i] = inspectItem{Index: i, Type: it.Type(), Role: it.Role(), CallID: it.CallID(),
-				Marks: m, InWindow: kept[i], Item: string(it.Bytes())}
+				Marks: m, InWindow: kept[i], Item: string(it.Bytes()), Encrypted: isEnvelope(it)}
 		}
 		if err := writeJSON(e, rep); err != nil {
 			return err
@@ -178,7 +195,11 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	for _, r := range bad {
 		fmt.Fprintf(e.stdout, "unreadable record at %s (%d bytes, left in the store): %s: %s\n", sanitize(r.Position), len(r.Raw), quoteRaw(r.Raw, *width), oneLine(fmt.Sprint(r.Err)))
 	}
-	fmt.Fprintf(e.stdout, "%s (%d severe), %s\n", plural(len(problems), "problem", "problems"), severe, plural(len(bad), "unreadable record", "unreadable records"))
+	if encrypted > 0 {
+		fmt.Fprintf(e.stdout, "%s not diagnosed; %s; %s\n", plural(encrypted, "encrypted item", "encrypted items"), keysHint, plural(len(bad), "unreadable record", "unreadable records"))
+	} else {
+		fmt.Fprintf(e.stdout, "%s (%d severe), %s\n", plural(len(problems), "problem", "problems"), severe, plural(len(bad), "unreadable record", "unreadable records"))
+	}
 	if cpErr != nil {
 		fmt.Fprintf(e.stdout, "cannot list checkpoints: %s\n", oneLine(cpErr.Error()))
 		return errFailed
@@ -219,6 +240,10 @@ func isSevere(k history.ProblemKind) bool { return k != problemCallBeforeWindow 
 // label names an item by its type, or its role for a bare message, with
 // stored values escaped for a terminal.
 func label(it session.Item) string {
+	if isEnvelope(it) {
+		kid, _ := it.StringField("kid")
+		return "encrypted " + sanitize(truncate(kid, 14))
+	}
 	t := it.Type()
 	if t == "" {
 		t = "message"

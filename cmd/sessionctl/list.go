@@ -22,7 +22,10 @@ type listSession struct {
 	Items          int    `json:"items"`
 	Bytes          int    `json:"bytes"`
 	CorruptRecords int    `json:"corrupt_records"`
-	UpdatedAt      string `json:"updated_at,omitempty"`
+	// Encrypted counts the envelopes read without a key (their bytes are
+	// in Bytes: the stored size).
+	Encrypted int    `json:"encrypted_items,omitempty"`
+	UpdatedAt string `json:"updated_at,omitempty"`
 	// Checkpoint is the CHECKPOINT column: "-" (no checkpoint, or a store
 	// that keeps none), else the states of the session's checkpoints, most
 	// urgent first: unreadable, terminal, held, pending, none.
@@ -52,7 +55,12 @@ type listReport struct {
 func runList(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "list", "URL")
 	sf := addStoreFlags(fs)
+	keysFile := addKeysFlag(fs)
 	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	keys, err := loadKeys(*keysFile)
 	if err != nil {
 		return err
 	}
@@ -72,7 +80,7 @@ func runList(ctx context.Context, e *env, args []string) error {
 		e.setStatus("%d of %d sessions listed; nothing changed (list is read-only)", i, len(ids))
 		ls := listSession{SessionID: id}
 		var items []session.Item
-		s, serr := st.Session(id)
+		s, serr := keys.session(st, id)
 		err := serr
 		if err == nil {
 			items, err = session.All(ctx, s)
@@ -86,6 +94,7 @@ func runList(ctx context.Context, e *env, args []string) error {
 			failed++
 		}
 		ls.Items = len(items)
+		ls.Encrypted = countEnvelopes(items)
 		for _, it := range items {
 			ls.Bytes += len(it.Bytes())
 		}
@@ -126,6 +135,9 @@ func runList(ctx context.Context, e *env, args []string) error {
 			var notes []string
 			if ls.CorruptRecords > 0 {
 				notes = append(notes, plural(ls.CorruptRecords, "unreadable record", "unreadable records")+" (run doctor)")
+			}
+			if ls.Encrypted > 0 {
+				notes = append(notes, plural(ls.Encrypted, "encrypted item", "encrypted items")+" ("+keysHint+")")
 			}
 			if n := unreadableCheckpoints(ls.Checkpoints); n > 0 {
 				notes = append(notes, plural(n, "unreadable checkpoint", "unreadable checkpoints")+" (run inspect)")
