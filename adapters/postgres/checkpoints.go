@@ -187,7 +187,7 @@ func (s *Session) AppendWithCheckpoint(ctx context.Context, items []session.Item
 	}
 	op := s.ckOp("save", name)
 	if len(items) > 0 {
-		op = fmt.Sprintf("append %d items with checkpoint %q of session %q", len(items), name, s.id)
+		op = fmt.Sprintf("append %d items with checkpoint %s of session %s", len(items), quoteShort(name), quoteShort(s.id))
 	}
 	if _, err := s.st.checkpointsReady(ctx, true); err != nil {
 		return 0, s.st.wrap(ctx, op, err)
@@ -360,7 +360,7 @@ func (s *Session) ListCheckpoints(ctx context.Context) ([]string, error) {
 	if err := s.st.check(ctx); err != nil {
 		return nil, err
 	}
-	op := fmt.Sprintf("list the checkpoints of session %q", s.id)
+	op := fmt.Sprintf("list the checkpoints of session %s", quoteShort(s.id))
 	names := []string{}
 	ok, err := s.st.checkpointsReady(ctx, false)
 	if err != nil || !ok {
@@ -387,7 +387,7 @@ func (s *Session) ListCheckpoints(ctx context.Context) ([]string, error) {
 
 // ckOp names a checkpoint operation in errors: never the document.
 func (s *Session) ckOp(verb, name string) string {
-	return fmt.Sprintf("%s checkpoint %q of session %q", verb, name, s.id)
+	return fmt.Sprintf("%s checkpoint %s of session %s", verb, quoteShort(name), quoteShort(s.id))
 }
 
 // RemoveSession deletes everything the Store holds for session id, in one
@@ -404,7 +404,7 @@ func (st *Store) RemoveSession(ctx context.Context, id string) error {
 	if err := st.check(ctx); err != nil {
 		return err
 	}
-	op := fmt.Sprintf("remove session %q", id)
+	op := fmt.Sprintf("remove session %s", quoteShort(id))
 	ok, err := st.checkpointsReady(ctx, false)
 	if err != nil {
 		return st.wrap(ctx, op, err)

@@ -81,8 +81,8 @@ func (s *Session) idError(err error) error {
 	return err
 }
 
-// quoteShort quotes the first 40 bytes or so of s, cut at a character
-// boundary, for an error message.
+// quoteShort quotes s for an error message, cut at a character boundary
+// after 40 bytes or so.
 func quoteShort(s string) string {
 	const keep = 40
 	if len(s) <= keep {
@@ -92,5 +92,5 @@ func quoteShort(s string) string {
 	for cut > keep-utf8.UTFMax && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	return fmt.Sprintf("%s... (%d bytes)", strconv.Quote(s[:cut]), len(s))
+	return strconv.Quote(s[:cut]) + "..."
 }

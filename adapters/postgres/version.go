@@ -90,7 +90,7 @@ func (s *Session) replaceIf(ctx context.Context, c *pgxpool.Conn, version string
 		return err
 	}
 	if stored != version {
-		return fmt.Errorf("%w: the version is %s, not %q", session.ErrHistoryChanged, stored, version)
+		return fmt.Errorf("%w: the version is %s, not %s", session.ErrHistoryChanged, stored, quoteShort(version))
 	}
 	b = pgx.Batch{}
 	if len(items) == 0 {
