@@ -132,12 +132,10 @@ func BenchmarkLatest50(b *testing.B) {
 			seed(b, st, sid, size)
 			seed(b, st, "other-after", size/10)
 			pool := st.Pool()
-			// The adapter's formulation, which the planner serves from the
-			// (session_id, id) index even when the session is most of
-			// the table; = $1 would walk the primary key past every newer
-			// row of the other sessions.
-			latest := `SELECT id, message_data FROM ` + st.q.messages + `
-				WHERE session_id >= $1 AND session_id <= $1 ORDER BY session_id DESC, id DESC LIMIT $2`
+			// The adapter's statement, which the planner serves from the
+			// (session_id, created_at, id) index even when the session is
+			// most of the table.
+			latest := st.q.latestTop
 			s, err := st.Session(sid)
 			require.NoError(b, err)
 			pair(b, nil, func() {

@@ -35,8 +35,8 @@ type Options struct {
 	SessionsTable string
 	// MessagesTable names the table of items; "" means "agent_messages".
 	// Its indexes are "idx_<MessagesTable>_session_time" (Python's, on
-	// session_id, created_at) and "idx_<MessagesTable>_session_id" (on
-	// session_id, id, which ordered reads walk).
+	// session_id, created_at) and "idx_<MessagesTable>_time_id" (on
+	// session_id, created_at, id, which ordered reads walk).
 	//
 	// Names must match ^[A-Za-z_][A-Za-z0-9_]*$ and be at most 63 bytes
 	// (46 for MessagesTable, so that its index names are not truncated);

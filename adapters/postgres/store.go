@@ -14,7 +14,10 @@ import (
 
 // Store is one PostgreSQL database (one pair of tables) holding many
 // sessions. It is safe for concurrent use, and any number of Stores, in one
-// process or in many, may share the tables.
+// process or in many, may share the tables. A write's error wraps
+// session.ErrOutcomeUnknown when its commit had been sent and no answer
+// came (the write may have landed); any other error of a write means
+// nothing was written (see the package documentation, Outcome unknown).
 type Store struct {
 	pool   *pgxpool.Pool
 	owned  bool // Open made pool, so Close closes it
