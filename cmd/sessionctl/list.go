@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/agentsessions/sessions/adapters"
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 func init() {
@@ -33,7 +35,10 @@ type listSession struct {
 	Checkpoints []listCheckpoint `json:"checkpoints,omitempty"`
 	// CheckpointError is why the session's checkpoints could not be listed.
 	CheckpointError string `json:"checkpoint_error,omitempty"`
-	Error           string `json:"error,omitempty"`
+	// AlsoInLayout names the other Redis layout ("python", "native") when
+	// it holds a session with this id too: two disjoint histories.
+	AlsoInLayout string `json:"also_in_layout,omitempty"`
+	Error        string `json:"error,omitempty"`
 }
 
 // listCheckpoint is one checkpoint in list's -json output.
@@ -125,6 +130,12 @@ func runList(ctx context.Context, e *env, args []string) error {
 		p.step(i + 1)
 	}
 	p.done()
+	layout, also := otherLayout(ctx, pos[0], ids, *sf.connectTimeout)
+	for i := range rep.Sessions {
+		if also[rep.Sessions[i].SessionID] {
+			rep.Sessions[i].AlsoInLayout = layout
+		}
+	}
 	if *sf.json {
 		if err := writeJSON(e, rep); err != nil {
 			return err
@@ -156,6 +167,11 @@ func runList(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintln(e.stdout, strings.TrimRight(line, " "))
 		}
 		fmt.Fprintf(e.stdout, "%s\n", plural(len(rep.Sessions), "session", "sessions"))
+		for _, ls := range rep.Sessions {
+			if ls.AlsoInLayout != "" {
+				fmt.Fprintf(e.stdout, "note: session %s also exists in the %s layout (?layout=%s): two disjoint histories; each URL reads one\n", quoteID(ls.SessionID), layout, layout)
+			}
+		}
 	}
 	if failed > 0 {
 		return errFailed
@@ -172,4 +188,51 @@ func unreadableCheckpoints(cps []listCheckpoint) int {
 		}
 	}
 	return n
+}
+
+// otherLayout returns, for a Redis URL, the other key layout's name
+// ("python" for a native URL, "native" for ?layout=python) and which of
+// ids also have a session there, found with a latest-1 read of each
+// (one LRANGE; no second scan of the keyspace). The other layout is
+// opened with its default key_prefix. It finds nothing for other
+// backends, for Redis Cluster (which refuses the Python layout), and when
+// the other layout cannot be opened.
+func otherLayout(ctx context.Context, dsn string, ids []string, timeout time.Duration) (string, map[string]bool) {
+	u, err := url.Parse(dsn)
+	if err != nil || len(ids) == 0 {
+		return "", nil
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "redis", "rediss", "unix", "redis+sentinel", "rediss+sentinel":
+	default:
+		return "", nil
+	}
+	q := u.Query()
+	layout := "python"
+	if strings.EqualFold(q.Get("layout"), "python") {
+		layout = "native"
+	}
+	q.Set("layout", layout)
+	q.Del("key_prefix")
+	u.RawQuery = q.Encode()
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	corrupt := &driver.CorruptLog{}
+	st, err := adapters.OpenWith(cctx, u.String(), adapters.Options{ReadOnly: true, OnCorrupt: corrupt.Handler()})
+	if err != nil {
+		return "", nil
+	}
+	defer st.Close()
+	found := map[string]bool{}
+	for _, id := range ids {
+		s, err := st.Session(id)
+		if err != nil {
+			continue // an id the other layout refuses has no session there
+		}
+		items, err := session.Latest(cctx, s, 1)
+		if err == nil && (len(items) > 0 || len(corrupt.Reports(id)) > 0) {
+			found[id] = true
+		}
+	}
+	return layout, found
 }
