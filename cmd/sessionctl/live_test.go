@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"strings"
 	"sync"
@@ -217,8 +218,9 @@ func liveBackends(t *testing.T) map[string]func(t *testing.T) string {
 
 // TestRepairBesideLiveWriters runs repair -apply in a loop while 4
 // goroutines append acknowledged batches (a user message, and every third
-// batch an orphan output for repair to move): every acknowledged item is
-// in the session, or, for an orphan, in the quarantine, exactly once.
+// batch an orphan output for repair to move), each every 40-120 ms: every
+// acknowledged item is in the session, or, for an orphan, in the
+// quarantine, exactly once.
 func TestRepairBesideLiveWriters(t *testing.T) {
 	for name, mk := range liveBackends(t) {
 		t.Run(name, func(t *testing.T) {
@@ -254,7 +256,9 @@ func TestRepairBesideLiveWriters(t *testing.T) {
 							acked = append(acked, batch...)
 							mu.Unlock()
 						}
-						time.Sleep(2 * time.Millisecond)
+						// An agent's pace, not a benchmark's: a few batches a
+						// second each, so that a repair finds a moment.
+						time.Sleep(time.Duration(40+rand.IntN(80)) * time.Millisecond)
 					}
 				}()
 			}
