@@ -112,8 +112,13 @@ func TestEncryptedStores(t *testing.T) {
 	// With the key in the environment (the JSON form): repair works on
 	// the plaintext and the quarantine is encrypted too.
 	t.Setenv(keysEnv, `{"hkdf-v1": "`+key+`"}`)
-	code, out, stderr = ctl("repair", "-apply", "-offline", "-backup", "-", dsn, "enc")
+	backup := filepath.Join(t.TempDir(), "backup.jsonl")
+	code, out, stderr = ctl("repair", "-apply", "-offline", "-backup", backup, dsn, "enc")
 	require.Equal(t, 0, code, stderr)
+	b, err := os.ReadFile(backup)
+	require.NoError(t, err)
+	require.Equal(t, 4, strings.Count(string(b), `"__enc__"`), "the backup holds the stored envelopes")
+	require.NotContains(t, string(b), "secret output", "no plaintext on disk")
 	require.Contains(t, out, "3 of 4 items remain")
 	require.Len(t, readDecrypted(t, dsn, "enc", key), 3)
 	for _, raw := range read(t, dsn, "enc#quarantine") {

@@ -308,7 +308,15 @@ func runRepair(ctx context.Context, e *env, args []string) error {
 			}
 			// A retry rewrites the backup it wrote: it holds what the
 			// attempt that is applied read.
-			if err := writeBackup(*backup, id, items, bad, rep.Backup != ""); err != nil {
+			backupItems := items
+			if keys.opts != nil {
+				// The backup holds what is stored, envelopes as they are:
+				// the plaintext never reaches the disk.
+				if backupItems, err = storedItems(ctx, st, id); err != nil {
+					return fmt.Errorf("backup: reading the stored envelopes: %w (nothing changed)", err)
+				}
+			}
+			if err := writeBackup(*backup, id, backupItems, bad, rep.Backup != ""); err != nil {
 				return fmt.Errorf("backup: %w (nothing changed)", err)
 			}
 			rep.Backup = *backup
@@ -389,6 +397,16 @@ func runRepair(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintln(e.stdout)
 		return nil
 	}
+}
+
+// storedItems reads session id of st as it is stored, without the
+// keyring: an encrypted session's envelopes.
+func storedItems(ctx context.Context, st adapters.Store, id string) ([]session.Item, error) {
+	s, err := st.Session(id)
+	if err != nil {
+		return nil, err
+	}
+	return session.All(ctx, s)
 }
 
 // readQuarantine reads the quarantine session and, when it has one, its
