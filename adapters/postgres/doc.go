@@ -146,8 +146,8 @@
 //	HistoryVersion
 //	              1  SELECT count(*) and md5 of the ids and xmins
 //	ReplaceItemsIf
-//	              2  BEGIN + lock + DELETE ... RETURNING the version of what it deleted;
-//	                 then upsert + INSERT + COMMIT, or ROLLBACK (session.ErrHistoryChanged)
+//	              2  BEGIN + lock + upsert + DELETE ... RETURNING the version of what it
+//	                 deleted; then INSERT + COMMIT, or ROLLBACK (session.ErrHistoryChanged)
 //	LoadCheckpoint / SaveCheckpoint / DeleteCheckpoint / ListCheckpoints
 //	              1  one statement (a conflicting save or delete reads the stored version
 //	                 for its error: 2)

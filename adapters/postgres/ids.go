@@ -74,6 +74,10 @@ func (e *IDTooLongError) Unwrap() []error { return []error{session.ErrInvalidSes
 // this package indexes that a caller makes as long as it likes are
 // session ids and checkpoint names.
 func (s *Session) idError(err error) error {
+	var tl *IDTooLongError
+	if errors.As(err, &tl) {
+		return err
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "54000" && strings.Contains(pgErr.Message, "index row") {
 		return &IDTooLongError{ID: s.id, Stored: len(s.sid), Limit: maxIndexEntry, Err: err}

@@ -44,9 +44,9 @@ func scanVersion(row pgx.Row) (string, error) {
 // if its version is still version, and otherwise returns an error wrapping
 // session.ErrHistoryChanged, having written nothing. One transaction, two
 // round trips: BEGIN, the session row's lock (FOR UPDATE, so no append of
-// this package or Python's runs beside it), and a DELETE of the session's
-// rows that returns the version of what it deleted; then, if that version
-// is version, the insert and COMMIT, else ROLLBACK. The version checked is
+// this package or Python's runs beside it), its upsert, and a DELETE of
+// the session's rows that returns the version of what it deleted; then,
+// if that version is version, the insert and COMMIT, else ROLLBACK. The version checked is
 // the one of the rows deleted, so a Python pop (which takes no session
 // lock) that took a row meanwhile changes it too.
 func (s *Session) ReplaceItemsIf(ctx context.Context, version string, items []session.Item) error {
@@ -63,7 +63,7 @@ func (s *Session) ReplaceItemsIf(ctx context.Context, version string, items []se
 	defer c.Release()
 	if err := s.replaceIf(ctx, c, version, items); err != nil {
 		rollback(ctx, c)
-		return s.st.wrap(ctx, "replace items if unchanged", err)
+		return s.st.wrap(ctx, "replace items if unchanged", s.idError(err))
 	}
 	return nil
 }
@@ -73,11 +73,17 @@ func (s *Session) replaceIf(ctx context.Context, c *pgxpool.Conn, version string
 	var b pgx.Batch
 	b.Queue("BEGIN")
 	b.Queue(q.lockSession, s.sid)
+	// The upsert creates a missing session row, so that a first append
+	// beside this replace (Python's too) waits for it, or it for the
+	// append, whose rows the version then counts.
+	b.Queue(q.upsertSession, s.sid)
 	b.Queue(q.deleteVersion, s.sid)
 	br := c.SendBatch(ctx, &b)
-	_, err := br.Exec()
-	if err == nil {
-		_, err = br.Exec()
+	var err error
+	for range 3 {
+		if _, err = br.Exec(); err != nil {
+			break
+		}
 	}
 	var stored string
 	if err == nil {
@@ -96,7 +102,6 @@ func (s *Session) replaceIf(ctx context.Context, c *pgxpool.Conn, version string
 	if len(items) == 0 {
 		b.Queue(q.clearSession, s.sid)
 	} else {
-		b.Queue(q.upsertSession, s.sid)
 		b.Queue(q.insert, s.sid, texts(items))
 	}
 	if err := ctx.Err(); err != nil {
@@ -112,5 +117,5 @@ func (s *Session) replaceIf(ctx context.Context, c *pgxpool.Conn, version string
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	return sent(s.idError(err))
+	return sent(err)
 }
