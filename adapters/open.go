@@ -128,7 +128,7 @@ func Open(ctx context.Context, dsn string) (Store, error) {
 // password: the URL appears as Redact writes it, and the password is
 // masked in the backend's own messages too.
 func OpenWith(ctx context.Context, dsn string, opts Options) (Store, error) {
-	red, secret := redact(dsn)
+	red, secrets := redact(dsn)
 	if strings.TrimSpace(dsn) == "" {
 		return nil, fmt.Errorf("%w: empty", ErrInvalidDSN)
 	}
@@ -137,7 +137,7 @@ func OpenWith(ctx context.Context, dsn string, opts Options) (Store, error) {
 	}
 	u, err := url.Parse(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %s", ErrInvalidDSN, red, parseProblem(err, secret))
+		return nil, fmt.Errorf("%w: %s: %s", ErrInvalidDSN, red, parseProblem(err, len(secrets) > 0))
 	}
 	scheme := strings.ToLower(u.Scheme)
 	mu.RLock()
@@ -155,7 +155,10 @@ func OpenWith(ctx context.Context, dsn string, opts Options) (Store, error) {
 	}
 	st, err := o.OpenStoreURL(ctx, u, opts)
 	if err != nil {
-		return nil, scrub(fmt.Errorf("open %s: %w", red, err), secret)
+		if msg := err.Error(); strings.Contains(msg, red) || strings.Contains(msg, dsn) {
+			return nil, scrub(err, secrets...) // it names the URL already
+		}
+		return nil, scrub(fmt.Errorf("open %s: %w", red, err), secrets...)
 	}
 	return st, nil
 }
@@ -163,7 +166,7 @@ func OpenWith(ctx context.Context, dsn string, opts Options) (Store, error) {
 // parseProblem describes why url.Parse refused a URL without quoting any
 // of it: url.Parse's own messages quote the URL, or a piece of it, which
 // may be a piece of the password.
-func parseProblem(err error, secret string) string {
+func parseProblem(err error, secret bool) string {
 	var esc url.EscapeError
 	var host url.InvalidHostError
 	switch {
@@ -190,7 +193,7 @@ func parseProblem(err error, secret string) string {
 	if strings.HasPrefix(msg, "invalid port") {
 		return "an invalid port after the host (in a password, write '/' as %2F, '?' as %3F and '@' as %40)"
 	}
-	if secret == "" && !strings.ContainsAny(msg, `"'`) {
+	if !secret && !strings.ContainsAny(msg, `"'`) {
 		return msg
 	}
 	return "not a valid URL"

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -248,5 +249,38 @@ func TestDocNamesEveryScheme(t *testing.T) {
 			heading = heading || strings.Contains(options, "// "+s+sep) || strings.Contains(options, " "+s+sep)
 		}
 		require.True(t, heading, "doc.go has no option section for %s", s)
+	}
+}
+
+// TestOpenNeverPrintsACredential feeds every documented credential option
+// of every scheme, and unknown options that look like one, through Open:
+// whatever the backend or the option parser says, the value is masked.
+func TestOpenNeverPrintsACredential(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const secret = "hunter2hunter2"
+	for _, dsn := range []string{
+		"postgres://u@127.0.0.1:1/db?password=" + secret + "&connect_timeout=1",
+		"postgres://u@127.0.0.1:1/db?sslpassword=" + secret + "&connect_timeout=1",
+		"postgres://u:" + secret + "@127.0.0.1:1/db?connect_timeout=1",
+		"redis://127.0.0.1:1/0?password=" + secret,
+		"redis://:" + secret + "@127.0.0.1:1/0",
+		"redis+sentinel://127.0.0.1:1/mymaster?sentinel_password=" + secret,
+		"redis://127.0.0.1:1/0?x_token=" + secret,
+		"mongodb://127.0.0.1:1/db?authMechanism=MONGODB-AWS&authMechanismProperties=AWS_SESSION_TOKEN:" + secret + "&serverSelectionTimeoutMS=200",
+		"mongodb://u:" + secret + "@127.0.0.1:1/db?serverSelectionTimeoutMS=200",
+		"sqlite:///nonexistent-dir/x.db?password=" + secret,
+		"memory://?api_key=" + secret,
+	} {
+		st, err := adapters.Open(ctx, dsn)
+		if err == nil { // a lazy client: nothing said, nothing to check
+			require.NoError(t, st.Close())
+			continue
+		}
+		require.NotContains(t, err.Error(), secret, adapters.Redact(dsn))
+		for e := errors.Unwrap(err); e != nil; e = errors.Unwrap(e) {
+			require.NotContains(t, e.Error(), secret, "an unwrapped error of %s", adapters.Redact(dsn))
+		}
+		require.NotContains(t, adapters.Redact(dsn), secret)
 	}
 }

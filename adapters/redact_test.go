@@ -26,15 +26,18 @@ func FuzzRedact(f *testing.F) {
 			strings.Contains(user, "://") || strings.Contains(rest, "@") {
 			t.Skip("not of the form scheme://user:password@rest")
 		}
+		if r, _ := redact("x://h" + rest); r != "x://h"+rest {
+			t.Skip("rest holds a credential of its own (FuzzRedactQuery)")
+		}
 		dsn := scheme + "://" + user + ":" + p + "@" + rest
 		out := Redact(dsn)
 		want := scheme + "://" + user + ":" + mask + "@" + rest
 		if out != want {
 			t.Fatalf("Redact(%q) = %q, want %q", dsn, out, want)
 		}
-		red, secret := redact(dsn)
-		if red != out || secret != p {
-			t.Fatalf("redact(%q) = %q, %q; want %q, %q", dsn, red, secret, out, p)
+		red, secrets := redact(dsn)
+		if red != out || len(secrets) != 1 || secrets[0] != p {
+			t.Fatalf("redact(%q) = %q, %q; want %q, %q", dsn, red, secrets, out, p)
 		}
 		if len(p) >= 4 && !strings.Contains(want, p) && strings.Contains(out, p) {
 			t.Fatalf("Redact(%q) = %q shows the password", dsn, out)
@@ -52,6 +55,58 @@ func FuzzRedact(f *testing.F) {
 }
 
 var errBackend = errors.New("backend")
+
+// FuzzRedactQuery: the value v of a credential-bearing query parameter,
+// among others, never survives Redact or an error scrubbed with what
+// redact found, in any of the forms a driver may echo it.
+func FuzzRedactQuery(f *testing.F) {
+	f.Add("postgres://u@h:5432/db", "password", "s3cr3t!", "sslmode=disable")
+	f.Add("mongodb://h/db", "authMechanismProperties", "AWS_SESSION_TOKEN:tok/en+x", "authMechanism=MONGODB-AWS")
+	f.Add("redis+sentinel://h:26379/mymaster", "sentinel_password", "p&q=r", "db=0")
+	f.Add("rediss://h:6380/0", "my_api_token", "%zz%41", "")
+	f.Fuzz(func(t *testing.T, base, name, v, other string) {
+		if !strings.Contains(base, "://") || strings.ContainsAny(base, "?#@") || !sensitive(name) ||
+			strings.ContainsAny(name, "=&;#?%") || strings.ContainsAny(v, "&;#") || strings.ContainsAny(other, "#@") || len(v) < 4 {
+			t.Skip()
+		}
+		dsn := base + "?" + other + "&" + name + "=" + v + "&db=1"
+		public := base + "?" + other + "&" + name + "=" + mask + "&db=1"
+		if strings.Contains(public, v) {
+			t.Skip("the public parts hold the value")
+		}
+		out := Redact(dsn)
+		if strings.Contains(out, v) {
+			t.Fatalf("Redact(%q) = %q shows %q", dsn, out, v)
+		}
+		_, secrets := redact(dsn)
+		err := scrub(fmt.Errorf("open %s: %w", dsn, errBackend), secrets...)
+		if strings.Contains(err.Error(), v) || !errors.Is(err, errBackend) {
+			t.Fatalf("scrub = %v (secrets %q)", err, secrets)
+		}
+	})
+}
+
+// TestRedactCredentialOptions feeds every documented credential option of
+// every scheme (and unknown ones that look like one) through Redact.
+func TestRedactCredentialOptions(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://u@h/db?password=hunter22&sslmode=disable":                                         "postgres://u@h/db?password=xxxxx&sslmode=disable",
+		"postgres://u@h/db?sslpassword=hunter22":                                                      "postgres://u@h/db?sslpassword=xxxxx",
+		"host=h user=u password=hunter22 dbname=d":                                                    "host=h user=u password=xxxxx dbname=d",
+		"host=h password='hunter 22' dbname=d":                                                        "host=h password=xxxxx dbname=d",
+		"mongodb://h/db?authMechanism=MONGODB-AWS&authMechanismProperties=AWS_SESSION_TOKEN:hunter22": "mongodb://h/db?authMechanism=MONGODB-AWS&authMechanismProperties=xxxxx",
+		"mongodb://u:pw@h/db?tlsCertificateKeyFilePassword=hunter22":                                  "mongodb://u:xxxxx@h/db?tlsCertificateKeyFilePassword=xxxxx",
+		"redis+sentinel://h:26379/m?sentinel_password=hunter22&db=0":                                  "redis+sentinel://h:26379/m?sentinel_password=xxxxx&db=0",
+		"redis://h:6379/0?password=hunter22":                                                          "redis://h:6379/0?password=xxxxx",
+		"redis://h:6379/0?x_api_token=hunter22&ttl=1h":                                                "redis://h:6379/0?x_api_token=xxxxx&ttl=1h",
+		"redis://h:6379/0?ttl=1h":                                                                     "redis://h:6379/0?ttl=1h",
+		"mongodb://h/db?authSource=admin&replicaSet=rs0":                                              "mongodb://h/db?authSource=admin&replicaSet=rs0",
+	} {
+		if got := Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
 
 func TestRedactUnparseable(t *testing.T) {
 	for in, want := range map[string]string{
