@@ -24,8 +24,11 @@
 //     the newest item before it removes it.
 //   - Token expiry is off unless Options.TokenTTL asks for it.
 //   - Several keys may be given, by id: new items use the first (the
-//     primary), reads use the key the envelope names, so keys rotate without
-//     rewriting history.
+//     primary), so keys rotate without rewriting history. A read tries the
+//     key the envelope names first, then every other key in Options.Keys
+//     order, moving on only when a token's signature does not match; so an
+//     envelope whose "kid" is null or names a key Go calls otherwise is
+//     read as Python reads it, at the cost of one HMAC per key tried.
 //   - The plaintext is the item's own bytes. Python encrypts
 //     json.dumps(item, separators=(",", ":"), ensure_ascii=False); both read
 //     either form, and ours returns every item byte for byte.

@@ -13,20 +13,22 @@ import (
 // envelopeVersion is the "v" this package and Python's write.
 const envelopeVersion = 1
 
-// errEnvelope reports an envelope whose "kid" or "payload" is not a string.
-var errEnvelope = errors.New("malformed envelope: kid and payload must be strings")
+// errEnvelope reports an envelope whose "payload" is not a string.
+var errEnvelope = errors.New("malformed envelope: payload must be a string")
 
 // parseEnvelope reports whether it is an envelope as Python's
 // _is_encrypted_envelope decides (an object with "__enc__" equal to 1 and
-// the keys "payload", "kid" and "v"), and returns its key id and token.
+// the keys "payload", "kid" and "v"), and returns its key id and token. A
+// key id that is not a string (null, as some writers leave it) is "":
+// Python never reads it.
 func parseEnvelope(it session.Item) (kid, token string, ok bool, err error) {
 	raw, found := it.Field("__enc__")
 	if !found || !isOne(raw) || !it.HasField("payload") || !it.HasField("kid") || !it.HasField("v") {
 		return "", "", false, nil
 	}
-	kid, kok := it.StringField("kid")
+	kid, _ = it.StringField("kid")
 	token, tok := it.StringField("payload")
-	if !kok || !tok {
+	if !tok {
 		return kid, "", true, errEnvelope
 	}
 	return kid, token, true, nil

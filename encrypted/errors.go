@@ -12,7 +12,8 @@ var (
 	ErrDecrypt = errors.New("encrypted: cannot decrypt item")
 	// ErrExpired reports a token older than Options.TokenTTL.
 	ErrExpired = errors.New("encrypted: token expired")
-	// ErrUnknownKey reports an envelope naming a key id not in Options.Keys.
+	// ErrUnknownKey reports an envelope naming a key id not in Options.Keys
+	// (or none) that no key in Options.Keys decrypts.
 	ErrUnknownKey = errors.New("encrypted: unknown key id")
 )
 

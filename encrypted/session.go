@@ -55,6 +55,7 @@ func New(inner session.Session, opts Options) (session.Session, error) {
 			return nil, fmt.Errorf("encrypted: key %q: %w", id, err)
 		}
 		s.keys[id] = derived
+		s.order = append(s.order, id)
 		if i == 0 {
 			s.primary = id
 		}
@@ -84,6 +85,7 @@ func New(inner session.Session, opts Options) (session.Session, error) {
 type encSession struct {
 	inner   session.Session
 	keys    map[string][]byte
+	order   []string // key ids as Options.Keys gives them
 	primary string
 	ttl     time.Duration
 	now     func() time.Time
@@ -232,11 +234,33 @@ func (s *encSession) decrypt(it session.Item, pos int) (session.Item, error) {
 	return item, nil
 }
 
-// open decrypts an envelope's token with the key its id names.
+// open decrypts an envelope's token. Python's EncryptedSession ignores the
+// key id, so an envelope it wrote may name no key ("kid": null) or one
+// this session does not know: the key the envelope names is tried first,
+// then every other key in Options.Keys order. Only a signature mismatch
+// moves on to the next key; a token that is expired or malformed is so
+// under every key.
 func (s *encSession) open(kid, token string) ([]byte, error) {
 	key, known := s.keys[kid]
+	var named error
+	if known {
+		plain, err := fernetDecrypt(key, token, s.ttl, s.now())
+		if err == nil || !errors.Is(err, errTokenMAC) {
+			return plain, err
+		}
+		named = err
+	}
+	for _, id := range s.order {
+		if id == kid {
+			continue
+		}
+		plain, err := fernetDecrypt(s.keys[id], token, s.ttl, s.now())
+		if err == nil || !errors.Is(err, errTokenMAC) {
+			return plain, err
+		}
+	}
 	if !known {
 		return nil, ErrUnknownKey
 	}
-	return fernetDecrypt(key, token, s.ttl, s.now())
+	return nil, named
 }

@@ -148,6 +148,45 @@ for line in sys.stdin:
 	require.Equal(t, want, strings.Split(strings.TrimSpace(string(out)), "\n"))
 }
 
+// TestKeyIDNullOrUnknownIsTriedWithEveryKey: Python's EncryptedSession
+// ignores the key id, so an envelope naming no key, or a key this side
+// calls otherwise, is read with the keys configured: the named one first,
+// then the others in order. Rotation by key id keeps working.
+func TestKeyIDNullOrUnknownIsTriedWithEveryKey(t *testing.T) {
+	ctx := context.Background()
+	inner := newMem(t, "s")
+	old, err := encrypted.New(inner, encrypted.Options{Keys: []encrypted.Key{{ID: "k1", Secret: "old"}}})
+	require.NoError(t, err)
+	require.NoError(t, old.AddItems(ctx, items(t, `{"n":1}`)))
+	stored, err := inner.Items(ctx)
+	require.NoError(t, err)
+	env := stored[0].String()
+	require.Contains(t, env, `"kid":"k1"`)
+	require.NoError(t, inner.Clear(ctx))
+	for _, e := range []string{
+		env,
+		strings.Replace(env, `"kid":"k1"`, `"kid":null`, 1),
+		strings.Replace(env, `"kid":"k1"`, `"kid":"python-default"`, 1),
+		strings.Replace(env, `"kid":"k1"`, `"kid":"k2"`, 1), // names the other key
+	} {
+		require.NoError(t, inner.AddItems(ctx, items(t, e)))
+	}
+	rotated, err := encrypted.New(inner, encrypted.Options{Keys: []encrypted.Key{{ID: "k2", Secret: "new"}, {ID: "k1", Secret: "old"}}})
+	require.NoError(t, err)
+	got, err := rotated.Items(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{`{"n":1}`, `{"n":1}`, `{"n":1}`, `{"n":1}`}, texts(got))
+	require.NoError(t, rotated.AddItems(ctx, items(t, `{"n":2}`)))
+	raw, err := inner.Items(ctx)
+	require.NoError(t, err)
+	require.Contains(t, raw[4].String(), `"kid":"k2"`, "new items use the primary")
+
+	none, err := encrypted.New(inner, encrypted.Options{Keys: []encrypted.Key{{ID: "k1", Secret: "other"}}})
+	require.NoError(t, err)
+	_, err = none.Items(ctx)
+	require.ErrorIs(t, err, encrypted.ErrDecrypt, "no key decrypts: refused")
+}
+
 func TestWrongKeyTamperedAndExpiredFailLoudlyAndKeepEverything(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
@@ -178,7 +217,7 @@ func TestWrongKeyTamperedAndExpiredFailLoudlyAndKeepEverything(t *testing.T) {
 	require.NoError(t, err)
 	check(wrong, encrypted.ErrDecrypt, "k1")
 
-	unknown, err := encrypted.New(inner, encrypted.Options{Keys: []encrypted.Key{{ID: "k9", Secret: "right"}}, Now: clock})
+	unknown, err := encrypted.New(inner, encrypted.Options{Keys: []encrypted.Key{{ID: "k9", Secret: "wrong"}, {ID: "k8", Secret: "also wrong"}}, Now: clock})
 	require.NoError(t, err)
 	check(unknown, encrypted.ErrUnknownKey, "k1")
 
