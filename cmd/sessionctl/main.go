@@ -16,8 +16,17 @@
 //
 // list, inspect, doctor and migrate's source open the store read-only
 // (adapters.Options.ReadOnly): they never create a file, table, collection
-// or index, and a store that does not exist is an error. repair changes
-// nothing unless given -apply.
+// or index, and a store that does not exist is an error. No other command
+// creates an SQLite store at a path that does not exist either, except
+// migrate's destination (and demo's). repair changes nothing unless given
+// -apply, and then replaces a history only if it is unchanged since it
+// was read (session.ReplaceIf), so that an agent appending beside it loses
+// nothing; a store without that capability needs -offline. repair -apply
+// and migrate --to refuse memory://, whose writes vanish with the process.
+//
+// Encrypted stores (package encrypted) are read and written through their
+// keys, from -keys-file or $SESSIONCTL_KEYS, never a flag and never
+// printed; without them encrypted items are reported as not diagnosed.
 //
 // Every command takes -json and then prints one JSON document on standard
 // output; docs/sessionctl.md lists its fields.

@@ -62,6 +62,9 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if !dst.Declared().Has(session.CapVersionedReplace) && !*offline {
+		return fmt.Errorf("refusing to write to %s: its sessions cannot replace a history only if it is unchanged (no versioned-replace capability), so an append made there during the copy would be lost; stop every writer of the destination and add -offline; nothing copied", redactDSN(*to))
+	}
 	if !dst.Declared().Has(session.CapReplace) {
 		fmt.Fprintf(e.stderr, "warning: %s has no atomic replace; a session interrupted mid-copy may be partial until migrate runs again\n", redactDSN(*to))
 	}
