@@ -92,6 +92,11 @@ func readCheckpoints(ctx context.Context, s session.Session) (cps []storedCheckp
 		c := storedCheckpoint{name: name, version: version, size: len(doc), readErr: err}
 		if err == nil {
 			c.cp, c.loadErr = runstate.Load(doc)
+			if it, ierr := session.NewItem(doc); c.loadErr != nil && ierr == nil && isEnvelope(it) {
+				// An encrypted document read without a key: say so, not
+				// what Load makes of an envelope.
+				c.loadErr = errors.New("an encrypted document, not read: " + keysHint)
+			}
 		}
 		cps = append(cps, c)
 	}

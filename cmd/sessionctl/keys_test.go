@@ -158,6 +158,26 @@ func TestEncryptedStores(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr, "-keys-file")
 
+	// An encrypted checkpoint: said to be encrypted without the key, read
+	// with it.
+	t.Setenv(keysEnv, "")
+	st, err := adapters.Open(context.Background(), dsn)
+	require.NoError(t, err)
+	inner, err := st.Session("enc-cp")
+	require.NoError(t, err)
+	es, err := encrypted.New(inner, encrypted.Options{Keys: []encrypted.Key{{Secret: key}}})
+	require.NoError(t, err)
+	require.NoError(t, es.AddItems(context.Background(), mustItems(t, `{"role":"user","content":"hi"}`)))
+	cpSave(t, es.(session.CheckpointStore), "run", ordinaryDoc(t, "enc-cp", []string{`{"role":"assistant","content":"done"}`}, nil))
+	require.NoError(t, st.Close())
+	code, out, _ = ctl("inspect", dsn, "enc-cp")
+	require.Equal(t, 1, code)
+	require.Contains(t, out, `checkpoint "run" version 1: unreadable`)
+	require.Contains(t, out, "an encrypted document, not read: give the key with -keys-file")
+	code, out, _ = ctl("inspect", "-keys-file", keys, dsn, "enc-cp")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, `checkpoint "run" version 1: schema`)
+
 	require.NotContains(t, all.String(), key)
 	require.NotContains(t, all.String(), wrong)
 	require.NotContains(t, all.String(), key[:20])
