@@ -8,8 +8,9 @@ GO          ?= go
 STATICCHECK ?= staticcheck
 LAUNCHER    := internal/testkit/testservers/launcher
 # Modules of their own, so that their dependencies never enter the library's
-# go.mod: the OpenTelemetry wrapper and the framework integrations.
-NESTED      := otelsession integrations/eino integrations/openaigo
+# go.mod: the OpenTelemetry wrapper, the framework integrations and the
+# linearizability campaign (porcupine).
+NESTED      := otelsession integrations/eino integrations/openaigo internal/testkit/linearize
 PKGS        := ./...
 
 .PHONY: test vet lint bench fuzz launcher reliability chart
@@ -23,13 +24,15 @@ test: vet launcher
 	cd $(LAUNCHER) && $(GO) test -count=1 -timeout 10m ./...
 
 ## reliability: the crash loop, network faults, restarts and the two-process
-## load, with their counts (KILLS kills per backend, LOAD of load per process).
+## load, with their counts (KILLS kills per backend, LOAD of load per process),
+## then the linearizability campaign at its long setting (internal/testkit/linearize).
 KILLS ?= 40
 LOAD  ?= 1500ms
 reliability: launcher
 	CRASHTEST_KILLS=$(KILLS) RELIABILITY_LOAD_DURATION=$(LOAD) $(GO) test -count=1 -timeout 60m -v \
 	  -run 'TestCrashLoop|TestTwoCopies|TestNetworkFaults|TestRedisRestartUnderLoad|TestMongoRestartUnderLoad|TestMongoConnectionsDropUnderLoad|TestTwoProcessLoad' \
 	  ./internal/testkit/crashtest/ ./internal/testkit/reliability/ | grep -E '^(---|ok|FAIL|PASS)|crash loop|two copies|load |restart:|drop:|faults='
+	cd internal/testkit/linearize && LINEARIZE_LONG=1 $(GO) test -count=1 -timeout 30m -v ./... | grep -E '^(---|ok|FAIL|PASS)|RESULT|NOT linearizable'
 
 ## launcher: build the test-server launcher (FerretDB, testcontainers) once, so
 ## a cold build (minutes on a fresh machine) happens here and not inside a test.

@@ -96,6 +96,7 @@ func prefix(ops []porcupine.Operation, t int64) []porcupine.Operation {
 		case !isRead(op):
 			op.Output = Output{Unknown: true}
 			op.Return = Never
+			op.Metadata = "running at the cut: outcome not considered"
 			out = append(out, op)
 		}
 	}
@@ -122,6 +123,8 @@ func observed(ops []porcupine.Operation) map[ID]bool {
 // that property:
 //
 //   - the shortest prefix (cut at a return time) that is not linearizable;
+//   - what follows the last operation that ran alone and left the session
+//     empty (a Clear, or a PopItem or read that found nothing);
 //   - without each read that the violation does not need (a read changes
 //     nothing, so a linearization of the whole is one of the rest);
 //   - without each write none of whose items any output shows, when no
@@ -154,13 +157,35 @@ func Minimize(ops []porcupine.Operation, budget, timeout time.Duration) []porcup
 			lo = mid + 1
 		}
 	}
-	if hi < len(cuts) {
-		if p := prefix(ops, cuts[hi]); illegal(p) {
-			ops = p
-		}
+	if hi == len(cuts) {
+		return shrink(ops, deadline, illegal)
 	}
+	best := shrink(prefix(ops, cuts[hi]), deadline, illegal)
+	// A PopItem running at the cut becomes one that may have happened,
+	// which keeps shrink from dropping writes; a later cut that no PopItem
+	// straddles may shrink further.
+	for _, t := range cuts[hi+1:] {
+		if slices.ContainsFunc(ops, func(op porcupine.Operation) bool {
+			return op.Input.(Input).Kind == PopItem && op.Call <= t && t < op.Return && op.Return != Never
+		}) {
+			continue
+		}
+		if c := shrink(prefix(ops, t), deadline, illegal); len(c) < len(best) {
+			best = c
+		}
+		break
+	}
+	return best
+}
+
+// shrink drops the reads and the unobserved writes of an illegal history
+// that it stays illegal without, until deadline.
+func shrink(ops []porcupine.Operation, deadline time.Time, illegal func([]porcupine.Operation) bool) []porcupine.Operation {
 	for changed := true; changed && time.Now().Before(deadline); {
 		changed = false
+		if c := sinceEmpty(ops); len(c) < len(ops) && illegal(c) {
+			ops = c
+		}
 		// Reads, newest first.
 		for i := len(ops) - 1; i >= 0 && time.Now().Before(deadline); i-- {
 			if !isRead(ops[i]) {
@@ -195,6 +220,58 @@ func Minimize(ops []porcupine.Operation, budget, timeout time.Duration) []porcup
 				ops, changed = c, true
 			}
 		}
+	}
+	return ops
+}
+
+// emptied reports whether op leaves the session empty, whatever came
+// before: a Clear, or a PopItem or read that found it empty.
+func emptied(op porcupine.Operation) bool {
+	in, out := op.Input.(Input), op.Output.(Output)
+	if out.Unknown {
+		return false
+	}
+	switch in.Kind {
+	case Clear:
+		return true
+	case PopItem:
+		return !out.OK
+	case Items:
+		return len(out.Items) == 0
+	case Latest:
+		return in.N > 0 && len(out.Items) == 0
+	}
+	return false
+}
+
+// sinceEmpty drops what comes before the last operation that ran alone
+// (no other overlaps it) and left the session empty, and that operation:
+// in any linearization, everything before it precedes it and everything
+// after follows, from an empty session as at the start. A failed operation
+// called before it might take effect after it, so it must have none.
+func sinceEmpty(ops []porcupine.Operation) []porcupine.Operation {
+	for i := len(ops) - 1; i >= 0; i-- {
+		e := ops[i]
+		if !emptied(e) {
+			continue
+		}
+		alone := true
+		for j, op := range ops {
+			if j != i && op.Call <= e.Return && op.Return >= e.Call || op.Return == Never && op.Call < e.Call {
+				alone = false
+				break
+			}
+		}
+		if !alone {
+			continue
+		}
+		var out []porcupine.Operation
+		for _, op := range ops {
+			if op.Call > e.Return {
+				out = append(out, op)
+			}
+		}
+		return out
 	}
 	return ops
 }

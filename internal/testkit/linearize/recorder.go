@@ -29,17 +29,44 @@ type Config struct {
 	// Progress, if not nil, counts the operations done, for a fault
 	// injector that acts at a point of the history.
 	Progress *atomic.Int64
+	// Mix weighs the operations; the zero Mix means DefaultMix.
+	Mix Mix
+	// Pace, when positive, has each client pause after each operation for
+	// a random time up to Pace times its mean operation latency (a moving
+	// average). It bounds how many operations overlap where operations
+	// queue (SQLite's writers wait for the file lock): checking is
+	// exponential in that number, since the checker must try the orders
+	// of overlapping writes until a read tells them apart. Where a client
+	// waits less, the backend is busier and more operations overlap; where
+	// the backend is slow because it is busy, clients slow down.
+	Pace float64
 }
 
-// The operation mix, per hundred: writes dominate so that the list grows,
-// pops and small Latest reads look at its end, where writers race.
-const (
-	pctAdd    = 40
-	pctItems  = 12
-	pctLatest = 20
-	pctPop    = 25
-	// the rest, 3, clears
-)
+// Mix weighs the operations clients choose, by Kind.
+type Mix [5]int
+
+// DefaultMix is the mix of the campaign. Reads are frequent, and Items is
+// a third of them: each read prunes the orders of the concurrent writes
+// the checker must consider, and a full read prunes them all, which keeps
+// checking histories of slow, overlapping writes (SQLite's, under
+// contention) feasible. Pops and short Latest reads look at the end of
+// the list, where writers race; clears are rare.
+var DefaultMix = Mix{AddItems: 30, Items: 20, Latest: 25, PopItem: 22, Clear: 3}
+
+func (m Mix) pick(rng *rand.Rand) Kind {
+	total := 0
+	for _, w := range m {
+		total += w
+	}
+	r := rng.IntN(total)
+	for k, w := range m {
+		if r < w {
+			return Kind(k)
+		}
+		r -= w
+	}
+	return Clear
+}
 
 var latestNs = [...]int{1, 2, 3, 5, 10}
 
@@ -52,6 +79,9 @@ func Record(ctx context.Context, s session.Session, cfg Config) History {
 	if cfg.Backoff <= 0 {
 		cfg.Backoff = 20 * time.Millisecond
 	}
+	if cfg.Mix == (Mix{}) {
+		cfg.Mix = DefaultMix
+	}
 	var (
 		mu  sync.Mutex
 		out = make(History, 0, cfg.Clients*cfg.Ops)
@@ -63,9 +93,18 @@ func Record(ctx context.Context, s session.Session, cfg Config) History {
 			rng := rand.New(rand.NewPCG(cfg.Seed, uint64(client)))
 			mine := make(History, 0, cfg.Ops)
 			seq := 0
+			var mean float64 // moving average of the latency, ns
 			for range cfg.Ops {
-				op := runOne(ctx, s, client, &seq, rng, cfg.Timeout)
+				op := runOne(ctx, s, client, &seq, rng, cfg.Mix.pick(rng), cfg.Timeout)
 				mine = append(mine, op)
+				if mean == 0 {
+					mean = float64(op.Return - op.Call)
+				} else {
+					mean = 0.8*mean + 0.2*float64(op.Return-op.Call)
+				}
+				if cfg.Pace > 0 {
+					time.Sleep(time.Duration(rng.Float64() * cfg.Pace * mean))
+				}
 				if cfg.Progress != nil {
 					cfg.Progress.Add(1)
 				}
@@ -82,13 +121,13 @@ func Record(ctx context.Context, s session.Session, cfg Config) History {
 	return out
 }
 
-func runOne(ctx context.Context, s session.Session, client int, seq *int, rng *rand.Rand, timeout time.Duration) Op {
+func runOne(ctx context.Context, s session.Session, client int, seq *int, rng *rand.Rand, kind Kind, timeout time.Duration) Op {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	op := Op{Client: client}
 	var err error
-	switch p := rng.IntN(100); {
-	case p < pctAdd:
+	switch kind {
+	case AddItems:
 		n := 1 + rng.IntN(3)
 		op.Input = Input{Kind: AddItems, Batch: make([]ID, n)}
 		items := make([]session.Item, n)
@@ -100,19 +139,19 @@ func runOne(ctx context.Context, s session.Session, client int, seq *int, rng *r
 		}
 		op.Call = Now()
 		err = session.Append(ctx, s, items)
-	case p < pctAdd+pctItems:
+	case Items:
 		op.Input = Input{Kind: Items}
 		op.Call = Now()
 		var items []session.Item
 		items, err = session.All(ctx, s)
 		op.Output.Items = ParseIDs(items)
-	case p < pctAdd+pctItems+pctLatest:
+	case Latest:
 		op.Input = Input{Kind: Latest, N: latestNs[rng.IntN(len(latestNs))]}
 		op.Call = Now()
 		var items []session.Item
 		items, err = session.Latest(ctx, s, op.Input.N)
 		op.Output.Items = ParseIDs(items)
-	case p < pctAdd+pctItems+pctLatest+pctPop:
+	case PopItem:
 		op.Input = Input{Kind: PopItem}
 		op.Call = Now()
 		var it session.Item
