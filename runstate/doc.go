@@ -121,8 +121,10 @@
 //
 // At both resumed-turn exits a handoff filter's view of the resolved items
 // (when not empty) withdraws the outputs folded this turn that it no longer
-// carries, each with its call: what the filter removed never reaches the
-// Session, attached or detached, live or through a stored checkpoint.
+// carries; the settle's pairing guard then drops each such call (a
+// detached exit's held record keeps it until the entry settle, as Python's
+// does): what the filter removed never reaches the Session, attached or
+// detached, live or through a stored checkpoint.
 // Held calls settle only when paired with their outputs, except calls
 // whose approvals are still pending. Example_heldWriteExits walks every
 // exit.

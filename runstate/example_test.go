@@ -70,8 +70,10 @@ func Example() {
 //     settles it ahead of the resolved turn (SaveResumedTurn). A handoff
 //     filter that dropped c2's output withdraws it, with its call;
 //   - detached: with no session the exit applies the same filter view to
-//     the batch on the checkpoint (HoldResumedTurn); the reattach, a
-//     run-again resume with the session, settles it at entry (Resume);
+//     the batch on the checkpoint (HoldResumedTurn): c2's output goes, its
+//     call stays in the record as Python's stays; the reattach, a
+//     run-again resume with the session, settles it at entry (Resume) and
+//     drops the unpaired call;
 //   - tripwire: an output guardrail blocks the response; the batch is
 //     discarded at once (DiscardHeld) and only the sanitised rebuild is
 //     saved;
@@ -142,7 +144,7 @@ func Example_heldWriteExits() {
 
 	// Output:
 	// attached exit: session [user function_call:c1 function_call_output:c1]; record none
-	// detached exit: session [user]; record held [function_call:c1 function_call_output:c1] (1.18)
+	// detached exit: session [user]; record held [function_call:c1 function_call:c2 function_call_output:c1] (1.18)
 	// entry settle: session [user function_call:c1 function_call_output:c1]; record none
 	// tripwire: session [user function_call:c1 function_call_output:c1]; record none
 	// failed completion: final save failed

@@ -29,6 +29,11 @@ type filterCase struct {
 	// history the filter cannot withdraw.
 	foldedEarlier bool
 	want          []string // the Session after the exit (attached) or the reattach (detached)
+	// held is the held record a detached exit leaves, as the Python SDK's
+	// leaves it: a withdrawn output's call stays until the entry settle
+	// drops it (its test_entry_settle_drops_a_held_call_the_filter_unpaired).
+	// nil: want.
+	held []string
 }
 
 var filterCases = []filterCase{
@@ -38,6 +43,7 @@ var filterCases = []filterCase{
 		folded: items(output("c1"), output("c2")),
 		view:   items(output("c1")),
 		want:   []string{"function_call:c1", "function_call_output:c1"},
+		held:   []string{"function_call:c1", "reasoning:rs_2", "function_call:c2", "function_call_output:c1"},
 	},
 	{
 		name:   "the view's own items ride along",
@@ -45,6 +51,7 @@ var filterCases = []filterCase{
 		folded: items(output("c1"), output("c2")),
 		view:   items(output("c2"), assistant("handed off")),
 		want:   []string{"function_call:c2", "function_call_output:c2", "role=assistant"},
+		held:   []string{"function_call:c1", "function_call:c2", "function_call_output:c2", "role=assistant"},
 	},
 	{
 		name:   "an emptied turn withdraws nothing",
@@ -59,6 +66,7 @@ var filterCases = []filterCase{
 		folded: items(output("c1")),
 		view:   items(assistant("x")),
 		want:   []string{"role=assistant"},
+		held:   []string{"function_call:c1", "role=assistant"},
 	},
 	{
 		name:          "carried history from an earlier process always settles",
@@ -111,7 +119,11 @@ func TestHandoffFilterWithdrawal(t *testing.T) {
 					cp := resumedTurn(t, tc, nil)
 					require.NoError(t, cp.HoldResumedTurn(tc.view))
 					require.True(t, cp.HasHeld())
-					assert.Equal(t, tc.want, types(strs(cp.Pending.Items)), "the checkpoint carries nothing the filter removed")
+					held := tc.held
+					if held == nil {
+						held = tc.want
+					}
+					assert.Equal(t, held, types(strs(cp.Pending.Items)), "the held record Python's exit leaves: no withdrawn output, its call until the entry settle")
 					if viaJSON {
 						cp = roundTrip(t, cp)
 					}
@@ -141,11 +153,16 @@ func TestHoldResumedTurn(t *testing.T) {
 		assert.Equal(t, []string{"function_call:c1", "function_call_output:c1", "role=assistant"}, types(strs(cp.Pending.Items)))
 		assert.Nil(t, cp.Pending.Before)
 	})
-	t.Run("a batch withdrawn whole keeps only the view", func(t *testing.T) {
+	t.Run("a batch whose every output is withdrawn keeps its calls for the entry settle", func(t *testing.T) {
 		cp := resumedTurn(t, filterCase{parked: items(call("c1")), folded: items(output("c1"))}, nil)
 		require.NoError(t, cp.HoldResumedTurn(items(user("unrelated"))))
 		require.True(t, cp.HasHeld(), "the view itself is folded")
-		assert.Equal(t, []string{"role=user"}, types(strs(cp.Pending.Items)))
+		assert.Equal(t, []string{"function_call:c1", "role=user"}, types(strs(cp.Pending.Items)))
+		cp.SetStep(runstate.StepRunAgain)
+		s := newFake(t, "s1")
+		_, err := cp.Resume(ctx, s)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"role=user"}, types(s.all(t)), "the entry settle drops the unpaired call")
 	})
 	t.Run("a session for another id is refused only at the reattach", func(t *testing.T) {
 		cp := resumedTurn(t, filterCase{parked: items(call("c1")), folded: items(output("c1"))}, nil)

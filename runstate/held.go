@@ -164,14 +164,15 @@ func (cp *Checkpoint) ExtendHeld(items []session.Item) error {
 // HoldResumedTurn is a detached resume's exit, SaveResumedTurn's
 // counterpart when no session is attached: it folds the resolved turn's
 // items (as the handoff filter left them) into the standing held batch,
-// like ExtendHeld, and then applies the filter's view exactly as
-// SaveResumedTurn does attached: when items is not empty, each output
-// folded this turn that items no longer carries is withdrawn from the
-// batch and takes its call with it (and a reasoning item just before that
-// call), so the reattach's entry settle never writes what the filter
-// dropped. An emptied turn withdraws nothing, and history carried from an
-// earlier run is never withdrawn. A batch left empty clears the slot. It
-// is a no-op when no held record stands.
+// like ExtendHeld, and then applies the filter's view as SaveResumedTurn
+// does attached: when items is not empty, each output folded this turn
+// that items no longer carries is withdrawn from the batch. Its call stays
+// in the held record, as the Python SDK's record keeps it, and the
+// reattach's entry settle drops it with the reasoning just before it (the
+// pairing contract every settle applies), so the Session never gets what
+// the filter dropped. An emptied turn withdraws nothing, and history
+// carried from an earlier run is never withdrawn. A batch left empty
+// clears the slot. It is a no-op when no held record stands.
 func (cp *Checkpoint) HoldResumedTurn(items []session.Item) error {
 	if err := cp.ExtendHeld(items); err != nil || !cp.HasHeld() {
 		return err
@@ -209,39 +210,24 @@ func (cp *Checkpoint) filtered(resolved []session.Item, policy *Policy) map[hist
 	return gone
 }
 
-// withdraw removes from held the outputs answering a call in gone, those
-// calls, and a reasoning item whose next non-reasoning item is such a call
-// (as the orphan prune drops it). It returns held itself when nothing goes.
+// withdraw removes from held the outputs answering a call in gone. Their
+// calls stay, as Python's record keeps them: every settle passes the batch
+// through safeToSettle, whose orphan prune drops a call left without its
+// output (and the reasoning just before it). It returns held itself when
+// nothing goes.
 func withdraw(held []session.Item, gone map[history.PairKey]bool) []session.Item {
 	if len(gone) == 0 {
 		return held
 	}
-	drop := make([]bool, len(held))
-	hit := false
-	for i, it := range held {
+	var kept []session.Item
+	for _, it := range held {
 		if k, ok := history.AnsweredKey(it); ok && gone[k] {
-			drop[i], hit = true, true
-		}
-		if k, ok := history.CallKey(it); ok && gone[k] {
-			drop[i], hit = true, true
-		}
-	}
-	if !hit {
-		return held
-	}
-	droppedCallNext := false
-	for i := len(held) - 1; i >= 0; i-- {
-		if held[i].Type() == history.TypeReasoning {
-			drop[i] = droppedCallNext
 			continue
 		}
-		droppedCallNext = drop[i] && history.IsCall(held[i])
+		kept = append(kept, it)
 	}
-	var kept []session.Item
-	for i, it := range held {
-		if !drop[i] {
-			kept = append(kept, it)
-		}
+	if len(kept) == len(held) {
+		return held
 	}
 	return kept
 }
