@@ -308,3 +308,25 @@ func TestRepairBesideLiveWriters(t *testing.T) {
 		})
 	}
 }
+
+// An append to the source during the copy is not copied: migrate says so
+// and fails the session; running it again completes the copy (the
+// destination holds a prefix of the source).
+func TestMigrateReportsASourceThatChangedDuringTheCopy(t *testing.T) {
+	src, dst := sharedURL(t), sqliteURL(t, "to.db")
+	seed(t, src, "s", `{"role":"user","content":"one"}`)
+	migrateHookAfterWrite = func(id string) {
+		appendItems(t, src, id, `{"role":"user","content":"two"}`)
+	}
+	code, out, stderr := sessionctl(t, "migrate", "-offline", "--from", src, "--to", dst)
+	migrateHookAfterWrite = nil
+	require.Equal(t, 1, code)
+	require.Contains(t, out, "0 copied, 0 already present, 1 failed")
+	require.Contains(t, stderr, "the source changed during the copy: the destination holds the 1 item read; what was written to the source since is not copied (run migrate again to copy it)")
+	require.Equal(t, []string{`{"role":"user","content":"one"}`}, read(t, dst, "s"))
+
+	code, out, stderr = sessionctl(t, "migrate", "-offline", "--from", src, "--to", dst)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "1 copied")
+	require.Equal(t, read(t, src, "s"), read(t, dst, "s"))
+}

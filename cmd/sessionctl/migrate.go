@@ -137,6 +137,11 @@ type migrateFailure struct {
 	Error     string `json:"error"`
 }
 
+// migrateHookAfterWrite, when set (by tests), runs after a session's copy
+// is written and before the source is checked again: a test appends to
+// the source there, as a live writer would.
+var migrateHookAfterWrite func(id string)
+
 // migration is what migrateOne needs of a migrate run.
 type migration struct {
 	src, dst           adapters.Store
@@ -203,6 +208,9 @@ func migrateOne(ctx context.Context, m migration, id string) (string, error) {
 		if err := session.Replace(ctx, d, items); err != nil {
 			return "", fmt.Errorf("write: %w", err)
 		}
+	}
+	if migrateHookAfterWrite != nil {
+		migrateHookAfterWrite(id)
 	}
 	if err := sourceUnchanged(ctx, s, srcVersioned, before, items); err != nil {
 		return "", err
