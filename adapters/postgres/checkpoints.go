@@ -246,6 +246,7 @@ func (s *Session) appendWithCheckpoint(ctx context.Context, c *pgxpool.Conn, ite
 		return 0, err
 	}
 	b = pgx.Batch{}
+	b.Queue(s.st.q.lockKey, s.sid)
 	b.Queue(s.st.q.lockSession, s.sid)
 	b.Queue(s.st.q.upsertSession, s.sid)
 	b.Queue(s.st.q.insert, s.sid, texts(items))
@@ -413,6 +414,7 @@ func (st *Store) RemoveSession(ctx context.Context, id string) error {
 		if ok {
 			b.queue(st.q.ck.remove, s.sid)
 		}
+		b.queue(st.q.lockKey, s.sid)
 		b.queue(st.q.lockSession, s.sid)
 		b.queue(st.q.clearMessages, s.sid)
 		b.queue(st.q.clearSession, s.sid)

@@ -86,14 +86,23 @@
 // CURRENT_TIMESTAMP is: connections with different TimeZone settings
 // disagree about created_at (Python's with each other, too).
 //
-// What holds beside Python writers. Every Go write takes the session row
-// FOR UPDATE first. Python's add_items takes no lock of its own until its
+// The session lock. Every write of this package (and every pop) first
+// takes a transaction-scoped advisory lock on a hash of the messages
+// table and the session id, which exists whether or not the session row
+// does, so that Go writers queue even on a session being created or
+// cleared, and then locks the session row FOR UPDATE.
+//
+// What holds beside Python writers. Python's add_items takes no lock of its own until its
 // last statement (UPDATE updated_at), but each of its inserts checks the
 // foreign key, which holds FOR KEY SHARE on the session row until its
 // commit; FOR UPDATE conflicts with that. So a Go write waits for every
 // Python batch that has inserted a row, and a Python batch that has not
 // yet inserted waits at its first insert for the Go write to commit: a Go
-// batch and a Python batch never insert at the same time. Hence:
+// batch and a Python batch never insert at the same time (except on a
+// session whose row a Python batch creates while the Go write runs: the
+// Go write then takes the row's lock with its upsert, after that batch
+// committed, in a weaker mode that lets later Python inserts run beside
+// it). Hence:
 //
 //   - Go batches are whole and contiguous, and sort after every batch
 //     committed before them. A Python batch whose transaction began
@@ -108,6 +117,12 @@
 //     the same time interleave, by id; Python's own problem, which no
 //     lock of this package can prevent (TestOrderBesidePython has not
 //     seen it in 20 runs of 120 batches per writer).
+//
+// A Go pop or clear and Python's clear_session at the same moment may
+// deadlock (Python deletes the items, then the session row the Go call
+// holds; the Go call waits for an item Python deleted): PostgreSQL aborts
+// one of them with SQLSTATE 40P01 after deadlock_timeout, and the aborted
+// one wrote nothing.
 //
 // An existing store (Python's, or one an older version of this package
 // wrote) reads as it is: its rows have created_at from CURRENT_TIMESTAMP.
@@ -131,7 +146,7 @@
 //
 // # Writes and round trips
 //
-//	AddItems      1  SELECT ... FOR UPDATE of the session row + its upsert (creating it, or
+//	AddItems      1  the advisory lock + SELECT ... FOR UPDATE of the session row + its upsert (creating it, or
 //	                 refreshing updated_at) + one INSERT ... SELECT FROM unnest($2::text[])
 //	                 WITH ORDINALITY, pipelined by pgx with one Sync: one implicit transaction
 //	Items         1  SELECT, oldest first
@@ -156,16 +171,14 @@
 //	                 written); AddItems's lock + upsert + INSERT; COMMIT. An empty batch: 1
 //
 // A batch lands whole and contiguous or not at all, also with any number
-// of processes writing one session: they queue on the session row's lock.
-// (Python's add_items takes that lock only with its last statement, after
-// inserting its items one by one, so a Python batch and a Go batch written
-// at the same moment may interleave; Go batches never do.)
+// of processes writing one session: they queue on the session lock, and
+// Python's batches wait for it or it for them (above).
 // A context that is already done makes every call fail with its error
 // before anything is sent.
 //
 // Every read is one statement (one snapshot), or, for latest-N past
 // corrupt rows, one REPEATABLE READ transaction; every write takes the
-// session row's lock first and runs each later statement, under READ
+// session lock first and runs each later statement, under READ
 // COMMITTED, with a snapshot taken once it holds the lock. So reads,
 // appends, pops, clears and replaces of this package are linearizable
 // (TestPopLinearizable, TestMixedLinearizable).
@@ -206,7 +219,7 @@
 // On a server whose encoding is not UTF-8, where text may hold bytes the
 // validator refuses, every pop takes the transaction, which decodes rows
 // in Go before deleting. Concurrent pops of this package queue on the
-// session row's lock; a Python pop, which takes no session lock, may take
+// session lock; a Python pop, which takes no session lock, may take
 // the row first, and the pop that finds it gone takes the transaction:
 // every pop removes a different item, the newest at the time
 // (TestPopConcurrent with two pools, TestPythonConcurrentPops).

@@ -62,7 +62,8 @@ func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 // errTrySlow sends PopItem to its transaction.
 var errTrySlow = errors.New("pop: take the slow path")
 
-// popFast runs lockSession and popObject in one implicit transaction. It
+// popFast runs lockKey, lockSession and popObject in one implicit
+// transaction. It
 // returns ok == false and no error for an empty session, and errTrySlow
 // when it deleted nothing from a session that has rows, or when the server
 // refused the statement (a row that is not JSON fails the cast): nothing
@@ -76,10 +77,14 @@ func (s *Session) popFast(ctx context.Context) (session.Item, bool, error) {
 	var d decoder
 	empty := false
 	var b pgx.Batch
+	b.Queue(s.st.q.lockKey, s.sid)
 	b.Queue(s.st.q.lockSession, s.sid)
 	b.Queue(s.st.q.popObject, s.sid)
 	br := c.SendBatch(ctx, &b)
 	_, err = br.Exec()
+	if err == nil {
+		_, err = br.Exec()
+	}
 	if err == nil {
 		var rows pgx.Rows
 		rows, err = br.Query()
@@ -135,11 +140,14 @@ func (s *Session) popSlow(ctx context.Context, c *pgxpool.Conn, d *decoder) (ses
 	q := s.st.q
 	var b pgx.Batch
 	b.Queue("BEGIN")
+	b.Queue(q.lockKey, s.sid)
 	b.Queue(q.lockSession, s.sid)
 	br := c.SendBatch(ctx, &b)
-	_, err := br.Exec()
-	if err == nil {
-		_, err = br.Exec()
+	var err error
+	for range b.Len() {
+		if _, err = br.Exec(); err != nil {
+			break
+		}
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr

@@ -24,6 +24,7 @@ type queries struct {
 	createSchema, createSessions, createMessages, createTimeIndex, createOrderIndex string
 
 	upsertSession string // creates the session row or refreshes updated_at
+	lockKey       string // takes the session's advisory lock
 	lockSession   string // locks the session row FOR UPDATE, if any
 	insert        string // appends $2 (text[]) in array order, as one created_at
 	insertOne     string // appends one row, as given
@@ -90,6 +91,13 @@ func newQueries(o Options) *queries {
 	q.upsertSession = `INSERT INTO ` + s + ` (session_id) VALUES ($1)
 	ON CONFLICT (session_id) DO UPDATE SET updated_at = CURRENT_TIMESTAMP`
 	q.lockSession = `SELECT 1 FROM ` + s + ` WHERE session_id = $1 FOR UPDATE`
+	// lockKey comes before lockSession: a transaction-scoped advisory lock
+	// on a hash of the table and the session id, which exists whether or
+	// not the session row does, so that the session's Go writers queue
+	// even on a session that has no row yet (or whose row a Clear is
+	// deleting), and never meet the row's locks in a cycle. (The hash of
+	// two sessions may collide: they then queue together.)
+	q.lockKey = `SELECT pg_advisory_xact_lock(hashtextextended('` + m + `:' || $1::text, 0))`
 	// Reads name the session as a range of one value, session_id >= $1
 	// AND session_id <= $1 (the same rows as = $1 under the column's
 	// deterministic collation), and order by (session_id, created_at, id):

@@ -137,6 +137,7 @@ func (s *Session) AddItems(ctx context.Context, items []session.Item) error {
 	}
 	data := texts(items)
 	return s.write(ctx, "add items", func(b *batch) {
+		b.queue(s.st.q.lockKey, s.sid)
 		b.queue(s.st.q.lockSession, s.sid)
 		b.queue(s.st.q.upsertSession, s.sid)
 		b.queue(s.st.q.insert, s.sid, data)
@@ -160,6 +161,7 @@ func (s *Session) Clear(ctx context.Context) error {
 		return err
 	}
 	return s.write(ctx, "clear", func(b *batch) {
+		b.queue(s.st.q.lockKey, s.sid)
 		b.queue(s.st.q.lockSession, s.sid)
 		b.queue(s.st.q.clearMessages, s.sid)
 		b.queue(s.st.q.clearSession, s.sid)
@@ -183,6 +185,7 @@ func (s *Session) ReplaceItems(ctx context.Context, items []session.Item) error 
 	}
 	data := texts(items)
 	return s.write(ctx, "replace items", func(b *batch) {
+		b.queue(s.st.q.lockKey, s.sid)
 		b.queue(s.st.q.lockSession, s.sid)
 		b.queue(s.st.q.upsertSession, s.sid)
 		b.queue(s.st.q.clearMessages, s.sid)

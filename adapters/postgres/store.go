@@ -171,6 +171,7 @@ func (st *Store) AppendRaw(ctx context.Context, id string, raw []byte) error {
 		return err
 	}
 	return s.write(ctx, "append raw", func(b *batch) {
+		b.queue(st.q.lockKey, s.sid)
 		b.queue(st.q.lockSession, s.sid)
 		b.queue(st.q.upsertSession, s.sid)
 		b.queue(st.q.insertOne, s.sid, string(raw))

@@ -72,6 +72,7 @@ func (s *Session) replaceIf(ctx context.Context, c *pgxpool.Conn, version string
 	q := s.st.q
 	var b pgx.Batch
 	b.Queue("BEGIN")
+	b.Queue(q.lockKey, s.sid)
 	b.Queue(q.lockSession, s.sid)
 	// The upsert creates a missing session row, so that a first append
 	// beside this replace (Python's too) waits for it, or it for the
@@ -80,7 +81,7 @@ func (s *Session) replaceIf(ctx context.Context, c *pgxpool.Conn, version string
 	b.Queue(q.deleteVersion, s.sid)
 	br := c.SendBatch(ctx, &b)
 	var err error
-	for range 3 {
+	for range 4 {
 		if _, err = br.Exec(); err != nil {
 			break
 		}
