@@ -143,9 +143,9 @@ func (cp *Checkpoint) load(data []byte) error {
 	if err != nil {
 		return loadErr(ErrInvalidDocument, ruleDocument, "not valid JSON: %v", err)
 	}
-	if !json.Valid(py) {
+	if bytes.Count(finiteCopy(py), []byte("1e000000")) != bytes.Count(finiteCopy(data), []byte("1e000000")) {
 		// A float literal beyond float64 reads as infinity, which Python
-		// would write back as the non-JSON token Infinity.
+		// would write back as the token Infinity: not the document given.
 		return loadErr(ErrInvalidDocument, ruleDocument, "a number is out of range")
 	}
 	ms, err := members(data)
@@ -516,11 +516,10 @@ func (cp *Checkpoint) SetField(key string, value json.RawMessage) error {
 		cp.members = deleteMember(cp.members, key)
 		return nil
 	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, value); err != nil {
+	if _, err := pyjson.Dumps(value, pyjson.Options{Compact: true}); err != nil {
 		return fmt.Errorf("runstate: %s: %w", key, err)
 	}
-	cp.members = setMember(cp.members, key, buf.Bytes())
+	cp.members = setMember(cp.members, key, compactJSON(value))
 	return nil
 }
 

@@ -11,9 +11,12 @@ var errNotObject = errors.New("not a JSON object")
 
 // members parses one JSON object into its members, in order. A repeated key
 // keeps its first position and takes its last value, as a Python dict does.
-// Values are compacted copies.
+// Values are compacted copies. The non-finite tokens Python's json module
+// reads and writes (NaN, Infinity, -Infinity) are values like any other:
+// encoding/json parses a copy where each is a number of the same length,
+// and the values are cut from raw itself.
 func members(raw []byte) ([]member, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec := json.NewDecoder(bytes.NewReader(finiteCopy(raw)))
 	dec.UseNumber()
 	tok, err := dec.Token()
 	if err != nil {
@@ -33,20 +36,18 @@ func members(raw []byte) ([]member, error) {
 		if !ok {
 			return nil, errNotObject
 		}
+		start := dec.InputOffset()
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
 			return nil, err
 		}
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, v); err != nil {
-			return nil, err
-		}
+		value := compactJSON(bytes.TrimLeft(raw[start:dec.InputOffset()], " \t\r\n:"))
 		if i, seen := index[key]; seen {
-			out[i].Value = buf.Bytes()
+			out[i].Value = value
 			continue
 		}
 		index[key] = len(out)
-		out = append(out, member{Key: key, Value: buf.Bytes()})
+		out = append(out, member{Key: key, Value: value})
 	}
 	if _, err := dec.Token(); err != nil { // the closing brace
 		return nil, err
@@ -55,6 +56,68 @@ func members(raw []byte) ([]member, error) {
 		return nil, errors.New("trailing data after the JSON object")
 	}
 	return out, nil
+}
+
+// finiteCopy returns raw with each NaN, Infinity and -Infinity token
+// outside strings replaced by a number of the same length, so that
+// encoding/json parses it and its offsets are raw's.
+func finiteCopy(raw []byte) []byte {
+	var out []byte
+	inString := false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case inString:
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == 'N' || c == 'I' || c == '-' && i+1 < len(raw) && raw[i+1] == 'I':
+			for _, r := range [...][2]string{{"NaN", "0e0"}, {"Infinity", "1e000000"}, {"-Infinity", "-1e000000"}} {
+				if bytes.HasPrefix(raw[i:], []byte(r[0])) {
+					if out == nil {
+						out = bytes.Clone(raw)
+					}
+					copy(out[i:], r[1])
+					i += len(r[0]) - 1
+					break
+				}
+			}
+		}
+	}
+	if out == nil {
+		return raw
+	}
+	return out
+}
+
+// compactJSON returns a copy of the JSON value v without the whitespace
+// outside its strings.
+func compactJSON(v []byte) []byte {
+	out := make([]byte, 0, len(v))
+	inString := false
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case inString:
+			if c == '\\' && i+1 < len(v) {
+				out = append(out, c)
+				i++
+				c = v[i]
+			} else if c == '"' {
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // encodeObject writes members as one compact JSON object.
@@ -93,11 +156,30 @@ func encodeString(s string) []byte {
 
 // mustJSON encodes v, which the caller knows is encodable.
 func mustJSON(v any) json.RawMessage {
+	if raws, ok := v.([]json.RawMessage); ok {
+		// Joined as they are: json.Marshal would refuse the NaN and
+		// Infinity tokens a Python-written value may hold.
+		return encodeArray(raws)
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		panic(err)
 	}
 	return b
+}
+
+// encodeArray writes raws as one JSON array.
+func encodeArray(raws []json.RawMessage) json.RawMessage {
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for i, r := range raws {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(r)
+	}
+	b.WriteByte(']')
+	return b.Bytes()
 }
 
 func lookup(ms []member, key string) (json.RawMessage, bool) {
@@ -185,8 +267,20 @@ func jsonArray(v json.RawMessage) ([]json.RawMessage, bool) {
 	if jsonKind(v) != '[' {
 		return nil, false
 	}
+	dec := json.NewDecoder(bytes.NewReader(finiteCopy(v)))
+	if _, err := dec.Token(); err != nil {
+		return nil, false
+	}
 	var out []json.RawMessage
-	if err := json.Unmarshal(v, &out); err != nil {
+	for dec.More() {
+		start := dec.InputOffset()
+		var e json.RawMessage
+		if err := dec.Decode(&e); err != nil {
+			return nil, false
+		}
+		out = append(out, json.RawMessage(bytes.TrimLeft(v[start:dec.InputOffset()], " \t\r\n,")))
+	}
+	if _, err := dec.Token(); err != nil {
 		return nil, false
 	}
 	return out, true

@@ -1,7 +1,6 @@
 package runstate
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -342,11 +341,7 @@ func decodeItems(v json.RawMessage) ([]session.Item, error) {
 		if jsonKind(e) != '{' {
 			return nil, fmt.Errorf("item %d is not an object: %s", i, clip(e))
 		}
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, e); err != nil {
-			return nil, fmt.Errorf("item %d: %v", i, err)
-		}
-		it, err := session.NewItem(buf.Bytes())
+		it, err := session.NewItem(compactJSON(e))
 		if err != nil {
 			return nil, fmt.Errorf("item %d: %v", i, err)
 		}

@@ -74,7 +74,7 @@ func MustItem(s string) Item {
 	return it
 }
 
-// Items parses each string with ParseItem.
+// ParseItems parses each string with ParseItem.
 func ParseItems(ss ...string) ([]Item, error) {
 	out := make([]Item, len(ss))
 	for i, s := range ss {
@@ -181,6 +181,8 @@ func (it Item) Field(key string) (json.RawMessage, bool) {
 // runs only on a rejection.
 func invalidReason(b []byte) error {
 	switch {
+	case tooDeep(b):
+		return fmt.Errorf("%w: nested deeper than %d levels", ErrInvalidItem, MaxItemDepth)
 	case !json.Valid(neutralTokens(b)):
 		return fmt.Errorf("%w: invalid JSON", ErrInvalidItem)
 	case !utf8.Valid(b):
@@ -188,6 +190,31 @@ func invalidReason(b []byte) error {
 	default:
 		return fmt.Errorf("%w: not an object", ErrInvalidItem)
 	}
+}
+
+// tooDeep reports whether b opens more than MaxItemDepth containers at
+// once, counting outside strings.
+func tooDeep(b []byte) bool {
+	depth, inString := 0, false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case inString:
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			if depth++; depth > MaxItemDepth {
+				return true
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return false
 }
 
 // neutralTokens returns b with each NaN, Infinity and -Infinity token

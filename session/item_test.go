@@ -61,3 +61,15 @@ func TestItemErrorSaysItOnce(t *testing.T) {
 		t.Fatal("not ErrInvalidItem")
 	}
 }
+
+func TestTooDeepItemSaysSo(t *testing.T) {
+	deep := strings.Repeat(`{"a":`, session.MaxItemDepth+1) + "1" + strings.Repeat("}", session.MaxItemDepth+1)
+	_, err := session.ParseItem(deep)
+	if !errors.Is(err, session.ErrInvalidItem) || !strings.Contains(err.Error(), "nested deeper than 10000 levels") {
+		t.Fatalf("ParseItem(too deep) = %v", err)
+	}
+	ok := strings.Repeat(`{"a":`, session.MaxItemDepth) + `"}}{{"` + strings.Repeat("}", session.MaxItemDepth)
+	if _, err := session.ParseItem(ok); err != nil {
+		t.Fatalf("ParseItem(at the limit, braces in a string) = %v", err)
+	}
+}

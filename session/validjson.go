@@ -7,8 +7,12 @@ import (
 	"unicode/utf8"
 )
 
-// maxDepth bounds nesting, as encoding/json does.
-const maxDepth = 10000
+// MaxItemDepth bounds how deeply an item's containers nest, as
+// encoding/json bounds them: a deeper item is refused, and the error says
+// so.
+const MaxItemDepth = 10000
+
+const maxDepth = MaxItemDepth
 
 // inlineMembers is how many top-level members an Item indexes inline. The
 // Responses-API items have 3 to 8; lookups past them walk the rest of the
