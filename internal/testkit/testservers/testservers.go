@@ -49,6 +49,9 @@ const (
 	// EnvRequireBackends, when "1", turns a server that cannot be started
 	// into a test failure instead of a skip.
 	EnvRequireBackends = "SESSIONS_REQUIRE_BACKENDS"
+	// EnvSkipLog, when set, names a file to which every skip for a server
+	// that could not be started appends a line; make test prints them.
+	EnvSkipLog = "SESSIONS_SKIP_LOG"
 	// EnvDocker, when "0", disables the testcontainers path even when a
 	// Docker engine answers, so local servers are used.
 	EnvDocker = "SESSIONS_TESTSERVERS_DOCKER"
@@ -233,6 +236,12 @@ func unavailable(tb testing.TB, what string, err error) {
 	tb.Helper()
 	if os.Getenv(EnvRequireBackends) == "1" {
 		tb.Fatalf("testservers: %s is required (%s=1) but could not be started: %v", what, EnvRequireBackends, err)
+	}
+	if path := os.Getenv(EnvSkipLog); path != "" {
+		if f, ferr := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); ferr == nil {
+			fmt.Fprintf(f, "%s\t%s\n", what, tb.Name())
+			f.Close()
+		}
 	}
 	tb.Skipf("testservers: skipping, %s could not be started (set %s=1 to fail instead): %v", what, EnvRequireBackends, err)
 }
