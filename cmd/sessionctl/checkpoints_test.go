@@ -275,7 +275,7 @@ func TestCheckpointsListInspectDoctor(t *testing.T) {
 	require.Contains(t, out, "      0  function_call_output c1  "+truncate(cpOutput, 30)+"\n", "record items are cut to -width as history items are")
 
 	code, out, stderr = sessionctl(t, "inspect", dsn, "broken")
-	require.Equal(t, 0, code, stderr)
+	require.Equal(t, 1, code, "an unreadable checkpoint is an error of the diagnosis, as in doctor: %s", stderr)
 	require.Contains(t, out, `checkpoint "bad" version 1: unreadable (`+fmt.Sprint(len(brokenDoc))+` bytes, left in the store): `+sanitize(brokenErr(t))+"\n", "Load's error, escaped")
 	require.Contains(t, out, `\u009b31m\u202ebogus`, "the control characters are escaped")
 	require.NotContains(t, out, "\u009b", "no raw control reaches the terminal")

@@ -152,7 +152,7 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 				p.printf("error: session %s: unreadable record at %s (%d bytes, left in the store): %s", quoteID(id), sanitize(r.Position), len(r.Raw), oneLine(fmt.Sprint(r.Err)))
 			}
 		}
-		if listed != nil && !listed[id] && len(items) == 0 && len(bad) == 0 && err == nil {
+		if listed != nil && !listed[id] && len(items) == 0 && len(bad) == 0 && err == nil && !hasCheckpoints(ctx, s) {
 			ds.Error = errNoSuchSession.Error()
 			severe++
 			if !*sf.json {
@@ -225,3 +225,10 @@ func writeJSON(e *env, v any) error {
 // quoteID writes a session id for a terminal: quoted, control characters
 // escaped.
 func quoteID(id string) string { return `"` + sanitize(id) + `"` }
+
+// hasCheckpoints reports whether s keeps a checkpoint (a session that the
+// store does not list, having no items, may still have one).
+func hasCheckpoints(ctx context.Context, s session.Session) bool {
+	cps, _, err := readCheckpoints(ctx, s)
+	return err != nil || len(cps) > 0
+}
