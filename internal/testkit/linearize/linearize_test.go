@@ -28,19 +28,28 @@ func TestMain(m *testing.M) { testservers.Main(m) }
 // EnvLong selects the long setting: LINEARIZE_LONG=1.
 const EnvLong = "LINEARIZE_LONG"
 
+// EnvHistories, when set, overrides the setting's number of histories per
+// backend, fault and client count.
+const EnvHistories = "LINEARIZE_HISTORIES"
+
 // setting is how much a campaign records and how long a check may take.
 type setting struct {
-	histories int         // per backend, fault and client count
-	ops       map[int]int // operations per client, by client count
-	pace      float64     // Config.Pace per client: 8 clients pace 4, 16 pace 8
-	check     time.Duration
+	histories int           // per backend, fault and client count
+	ops       map[int]int   // operations per client, by client count
+	pace      float64       // Config.Pace per client: 8 clients pace 4, 16 pace 8
+	check     time.Duration // per history; a check that runs out counts as a timeout
+	minimize  time.Duration // for the counterexample of one backend, fault and client count
 }
 
 func current() setting {
+	set := setting{histories: 2, ops: map[int]int{8: 25, 16: 12}, pace: 0.5, check: 3 * time.Second, minimize: 10 * time.Second}
 	if os.Getenv(EnvLong) == "1" {
-		return setting{histories: 40, ops: map[int]int{8: 40, 16: 25}, pace: 0.5, check: 60 * time.Second}
+		set = setting{histories: 40, ops: map[int]int{8: 40, 16: 25}, pace: 0.5, check: 20 * time.Second, minimize: 60 * time.Second}
 	}
-	return setting{histories: 2, ops: map[int]int{8: 25, 16: 15}, pace: 0.5, check: 5 * time.Second}
+	if n, err := strconv.Atoi(os.Getenv(EnvHistories)); err == nil && n > 0 {
+		set.histories = n
+	}
+	return set
 }
 
 var clientCounts = []int{8, 16}
@@ -302,7 +311,7 @@ func campaign(t *testing.T, name string, record recordFunc, clients int, set set
 		}
 	}
 	if len(bad) > 0 {
-		report(t, name, bad, set.check)
+		report(t, name, bad, set.minimize, set.check)
 	}
 	t.Logf("RESULT backend=%s clients=%d histories=%d ops=%d ambiguous=%d faults=%d illegal=%d timeouts=%d checking=%v",
 		name, clients, tl.histories, tl.ops, tl.ambiguous, tl.faults, tl.illegal, tl.unknown, tl.checking.Round(time.Millisecond))
@@ -313,11 +322,11 @@ func campaign(t *testing.T, name string, record recordFunc, clients int, set set
 // that are not linearizable: the part of one that is not linearizable
 // either, operation by operation, and porcupine's visualizations of it and
 // of its whole history, in files that outlive the test.
-func report(t *testing.T, name string, histories [][]porcupine.Operation, timeout time.Duration) {
+func report(t *testing.T, name string, histories [][]porcupine.Operation, budget, timeout time.Duration) {
 	t.Helper()
 	var ops, small []porcupine.Operation
 	for _, h := range histories {
-		if m := Minimize(h, 10*time.Second, timeout); small == nil || len(m) < len(small) {
+		if m := Minimize(h, budget/time.Duration(len(histories)), timeout); small == nil || len(m) < len(small) {
 			ops, small = h, m
 		}
 	}
