@@ -87,11 +87,17 @@ func (s *Session) AppendWithCheckpoint(ctx context.Context, items []session.Item
 		sc = pythonCommitScript
 	}
 	argv := s.writeArgs(items, name, doc, strconv.FormatInt(version, 10))
-	res, err := s.st.run(context.WithoutCancel(ctx), sc, s.all, argv...).Slice()
-	if err != nil {
-		return 0, fmt.Errorf("redis: save checkpoint %q of session %q: %w", name, s.id, err)
-	}
-	ok, got, err := casReply(res)
+	wctx := context.WithoutCancel(ctx)
+	var ok bool
+	var got int64
+	err := s.st.write(wctx, s.keys[0], func(p processor) (bool, error) {
+		res, err := s.st.runOn(wctx, p, sc, s.all, argv...).Slice()
+		if err != nil {
+			return false, err
+		}
+		ok, got, err = casReply(res)
+		return ok, err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("redis: save checkpoint %q of session %q: %w", name, s.id, err)
 	}
@@ -113,12 +119,18 @@ func (s *Session) DeleteCheckpoint(ctx context.Context, name string, version int
 	if err := validCheckpointName(name); err != nil {
 		return err
 	}
-	res, err := s.st.run(context.WithoutCancel(ctx), deleteCheckpointScript, []string{s.CheckpointKey()},
-		name, strconv.FormatInt(version, 10)).Slice()
-	if err != nil {
-		return fmt.Errorf("redis: delete checkpoint %q of session %q: %w", name, s.id, err)
-	}
-	ok, got, err := casReply(res)
+	wctx := context.WithoutCancel(ctx)
+	var ok bool
+	var got int64
+	err := s.st.write(wctx, s.CheckpointKey(), func(p processor) (bool, error) {
+		res, err := s.st.runOn(wctx, p, deleteCheckpointScript, []string{s.CheckpointKey()},
+			name, strconv.FormatInt(version, 10)).Slice()
+		if err != nil {
+			return false, err
+		}
+		ok, got, err = casReply(res)
+		return ok, err
+	})
 	if err != nil {
 		return fmt.Errorf("redis: delete checkpoint %q of session %q: %w", name, s.id, err)
 	}

@@ -56,9 +56,11 @@
 //	Items         1  LRANGE 0 -1
 //	LatestItems   1  LRANGE -n -1; only when corrupt records are among the newest n does the
 //	                 window double and get read again, whole (one more round trip each time)
-//	PopItem       2  LRANGE -1 -1, then EVALSHA of a script that pops that record only if it is
-//	                 still the newest, byte for byte; the read window doubles (one more round
-//	                 trip each time) while it holds unreadable records only
+//	PopItem       1  EVALSHA of a script that pops the newest record if a cheap check on the
+//	                 server says the client reads it, and returns it; for a record the check is
+//	                 not sure of (see "Corrupt records"), nothing is popped and 1 more: a script
+//	                 that pops it only if it is still the newest, byte for byte; the read window
+//	                 doubles (one more round trip each time) while it holds unreadable records only
 //	Clear         1  DEL of every key of the history (the checkpoint hash stays)
 //	ReplaceItems  1  EVALSHA: metadata + DEL + RPUSH + PEXPIRE, atomically
 //	Touch         1  EVALSHA: PEXPIRE every key, the checkpoint hash's too
@@ -72,11 +74,15 @@
 //	ListCheckpoints 1 HKEYS of the checkpoint hash
 //
 // The scripts do only what needs the server's atomicity: timestamps,
-// validation and sizes are the client's work. PopItem costs two round
-// trips because the client, not the server, decides whether a record is
-// readable (Lua's cjson accepts records this library refuses, and the
-// reverse), and a record is deleted only once the client has read it and
-// found it valid.
+// validation and sizes are the client's work, with one exception: PopItem's
+// script checks the newest record before popping it, as a pop in one round
+// trip must, since a record is deleted only if the client will read it.
+// Lua's cjson alone would not do (it takes records this library refuses,
+// such as nan, 0x10, 01, invalid UTF-8 or raw control bytes in strings),
+// so the check is cjson plus what cjson lets through, and errs one way
+// only: a record it is not sure of (one cjson refuses but the client
+// reads, such as a lone \u surrogate, surrounding whitespace or an
+// indented object) is left in place and returned, and the client decides.
 //
 // With RefreshOnRead and a TTL, Items and LatestItems run LRANGE and the
 // PEXPIREs in one script: still one round trip. The first script call on
@@ -109,6 +115,40 @@
 // atomic single-key step with its own result (a failing batch fails only
 // its own caller), is sent at most once (pipelines honour NoRetry), and
 // each caller returns when its own command has been answered.
+//
+// With Options.WaitReplicas every write costs one more round trip: WAIT,
+// on the write's connection (see "Replica acknowledgement").
+//
+// # Replica acknowledgement
+//
+// Redis replicates asynchronously: a write is acknowledged once the
+// primary has it, and a failover (sentinel promoting a replica, or a
+// cluster replica taking over) loses the writes the promoted replica had
+// not received yet, acknowledged or not. Options.WaitReplicas (URL:
+// ?wait_replicas=1&wait_timeout=500ms) narrows that window: every write
+// (AddItems, PopItem, Clear, ReplaceItems, SaveCheckpoint,
+// AppendWithCheckpoint, DeleteCheckpoint, Touch) is followed by WAIT
+// numreplicas timeout on the connection that sent it, and is acknowledged
+// only once that many replicas have it. When fewer acknowledge within
+// Options.WaitTimeout (or WAIT fails), the write returns a *ReplicaError,
+// which wraps session.ErrOutcomeUnknown and names how many replicas
+// acknowledged of how many asked: the write happened on the primary, but
+// a failover may lose it, so read the session before writing it again
+// (PopItem returns the item it popped with that error). A write that
+// changed nothing (a checkpoint conflict, an empty pop) waits for
+// nothing.
+//
+// WAIT does not make Redis strongly consistent: the replicas have the
+// write in memory, not necessarily on disk; a failover may still promote a
+// replica that did not acknowledge (with several replicas, or one that
+// caught up from a later primary); a write that returned the error may
+// survive, or not; and reads are not affected. It narrows the window in
+// which an acknowledged write can be lost to those cases. With
+// WaitReplicas, concurrent appends are not pipelined together (each write
+// and its WAIT take one connection of the pool), and in a cluster the
+// write goes to the key's primary as the client's slot map names it; a
+// resharding in the meantime makes the write fail (MOVED) with nothing
+// written.
 //
 // # TTL
 //
@@ -226,7 +266,8 @@
 // hides valid items and never reduces a latest-N count), and each one is
 // reported through Options.OnCorrupt with its list index ("index 3", or
 // "index -2 (from the end)" for a latest-N read). PopItem never deletes
-// one: it pops the newest valid item, leaves the unreadable records above
+// one (its one-round-trip script pops only records it knows the client
+// reads, and hands every other newest record back unpopped): it pops the newest valid item, leaves the unreadable records above
 // it in place byte for byte, and reports them ("index -1 (from the end),
 // kept"); Python's pop_item, by contrast, removes an unreadable newest
 // record and returns None.

@@ -43,7 +43,11 @@ func (s *Session) Touch(ctx context.Context) error {
 	if s.st.ttlMS == 0 {
 		return nil
 	}
-	if err := s.st.run(ctx, touchScript, s.all, s.st.ttlMS).Err(); err != nil {
+	err := s.st.write(ctx, s.keys[0], func(p processor) (bool, error) {
+		err := s.st.runOn(ctx, p, touchScript, s.all, s.st.ttlMS).Err()
+		return err == nil, err
+	})
+	if err != nil {
 		return fmt.Errorf("redis: touch session %q: %w", s.id, err)
 	}
 	return nil

@@ -85,6 +85,18 @@ type Options struct {
 	// OnCorrupt receives reports of stored records that are not JSON
 	// objects; nil logs a warning with slog.
 	OnCorrupt driver.CorruptHandler
+	// WaitReplicas, when positive, makes every write (AddItems, PopItem,
+	// Clear, ReplaceItems, SaveCheckpoint,
+	// AppendWithCheckpoint, DeleteCheckpoint, Touch) send WAIT
+	// WaitReplicas WaitTimeout on the write's connection before it
+	// returns: a write fewer replicas acknowledged in time returns a
+	// *ReplicaError, wrapping session.ErrOutcomeUnknown. See "Replica
+	// acknowledgement" in the package documentation.
+	WaitReplicas int
+	// WaitTimeout bounds each WAIT, rounded up to a whole millisecond;
+	// zero means DefaultWaitTimeout. Keep it below the client's read
+	// timeout (go-redis's default is 3 s).
+	WaitTimeout time.Duration
 	// TLSConfig, used by Open for rediss:// URLs, replaces go-redis's
 	// default (the system's roots): set RootCAs to trust a private CA. The
 	// URL's server name and go-redis's skip_verify option still apply.
@@ -126,6 +138,15 @@ func (o Options) normalize() (Options, error) {
 	}
 	if o.TTL < 0 {
 		return o, fmt.Errorf("%w: negative TTL %v", ErrInvalidOptions, o.TTL)
+	}
+	if o.WaitReplicas < 0 || o.WaitTimeout < 0 {
+		return o, fmt.Errorf("%w: negative WaitReplicas %d or WaitTimeout %v", ErrInvalidOptions, o.WaitReplicas, o.WaitTimeout)
+	}
+	if o.WaitReplicas > 0 {
+		if o.WaitTimeout == 0 {
+			o.WaitTimeout = DefaultWaitTimeout
+		}
+		o.WaitTimeout = (o.WaitTimeout + time.Millisecond - 1).Truncate(time.Millisecond)
 	}
 	if o.MaxBatchBytes == 0 {
 		o.MaxBatchBytes = DefaultMaxBatchBytes

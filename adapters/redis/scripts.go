@@ -187,14 +187,77 @@ end
 return r
 `
 
-// popSrc pops the newest valid item only if the newest records are still,
+// readableSrc defines readable(v), the server's cheap check that a record
+// is one this library reads (a JSON object, as session.ParseItem accepts
+// it, NaN and the infinities included). It errs only one way: true means
+// the client will read the record, false means "not sure" (the client then
+// decides). It is true only when v starts with '{' and ends with '}' (no
+// surrounding whitespace), holds no control byte (they are refused inside
+// strings), is valid UTF-8 (no overlong form, no surrogate; checked only
+// when a byte is not printable ASCII), parses with
+// cjson (structure, strings, escapes; cjson refuses lone \u surrogates,
+// which the client would read: "not sure"), and every token outside the
+// strings is true, false, null, NaN, Infinity, -Infinity or a number of
+// RFC 8259's grammar: cjson alone also takes nan, 0x10, 01, 1., .5, +1,
+// inf and NaN(1), which the client refuses.
+const readableSrc = `
+local function readable(v)
+  if string.byte(v, 1) ~= 123 or string.byte(v, -1) ~= 125 then return false end
+  if string.find(v, '[^ -~]') then
+    if string.find(v, '[%z\1-\31]') then return false end
+    local t = string.gsub(v, '[\194-\223][\128-\191]', ' ')
+    t = string.gsub(t, '\224[\160-\191][\128-\191]', ' ')
+    t = string.gsub(t, '[\225-\236\238\239][\128-\191][\128-\191]', ' ')
+    t = string.gsub(t, '\237[\128-\159][\128-\191]', ' ')
+    t = string.gsub(t, '\240[\144-\191][\128-\191][\128-\191]', ' ')
+    t = string.gsub(t, '[\241-\243][\128-\191][\128-\191][\128-\191]', ' ')
+    t = string.gsub(t, '\244[\128-\143][\128-\191][\128-\191]', ' ')
+    if string.find(t, '[\128-\255]') then return false end
+  end
+  if not pcall(cjson.decode, v) then return false end
+  local skel = v
+  if string.find(skel, '\\', 1, true) then skel = string.gsub(skel, '\\.', '') end
+  skel = string.gsub(skel, '%b""', '')
+  for tok in string.gmatch(skel, '[^{}%[%]:, ]+') do
+    if tok ~= 'true' and tok ~= 'false' and tok ~= 'null' and tok ~= 'NaN'
+        and tok ~= 'Infinity' and tok ~= '-Infinity' then
+      local p = string.match(tok, '^%-?0()') or string.match(tok, '^%-?[1-9]%d*()')
+      if not p then return false end
+      p = string.match(tok, '^%.%d+()', p) or p
+      p = string.match(tok, '^[eE][%+%-]?%d+()', p) or p
+      if p ~= #tok + 1 then return false end
+    end
+  end
+  return true
+end
+`
+
+// popSrc is PopItem's one round trip: it pops the newest record if
+// readable (readableSrc) says the client will read it, refreshing the
+// expiry of every key with a TTL (ARGV[1], milliseconds), and returns it
+// (a bulk string); it returns nil for an empty (or missing) list and,
+// having changed nothing, {record} (an array) when it is not sure, so that
+// the client decides (popIfSrc). The record is read with LINDEX and popped
+// only then: popping first and pushing an unsure record back would drop
+// the expiry of a list it was the only element of.
+const popSrc = readableSrc + `
+local v = redis.call('LINDEX', KEYS[1], -1)
+if not v then return false end
+if not readable(v) then return {v} end
+redis.call('RPOP', KEYS[1])
+` + expireSrc + `
+return v
+`
+
+// popIfSrc pops the newest valid item only if the newest records are still,
 // byte for byte, the ones the client read and checked: ARGV[1] is the ttl
 // in milliseconds, ARGV[2] the item to pop and ARGV[3:] the unreadable
 // records above it, oldest first. Those are put back unchanged (with the
 // list's expiry, should the list have been emptied on the way), so only
 // the item is removed. It returns 1 when it popped, 0 (having changed
-// nothing) when the records differ.
-const popSrc = `
+// nothing) when the records differ. PopItem sends it only when popSrc was
+// not sure of the newest record.
+const popIfSrc = `
 local m = #ARGV - 1
 local cur = redis.call('LRANGE', KEYS[1], -m, -1)
 if #cur ~= m then return 0 end
@@ -244,13 +307,14 @@ func newScript(src string) *script { return &script{src: src, sha: goredis.NewSc
 
 var (
 	allScripts = []*script{appendScript, pythonAppendScript, replaceScript, pythonReplaceScript,
-		popScript, rangeScript, touchScript, commitScript, pythonCommitScript, deleteCheckpointScript,
+		popScript, popIfScript, rangeScript, touchScript, commitScript, pythonCommitScript, deleteCheckpointScript,
 		loadCheckpointScript}
 	appendScript        = newScript(appendSrc)
 	pythonAppendScript  = newScript(pythonAppendSrc)
 	replaceScript       = newScript(replaceSrc)
 	pythonReplaceScript = newScript(pythonReplaceSrc)
 	popScript           = newScript(popSrc)
+	popIfScript         = newScript(popIfSrc)
 	rangeScript         = newScript(rangeSrc)
 	touchScript         = newScript(touchSrc)
 
@@ -295,18 +359,24 @@ func evalArgs(verb, body string, keys []string, nargs int) []any {
 // This is what go-redis's Script.Run does; it is written out here so that
 // both commands are sent at most once (see once).
 func (st *Store) run(ctx context.Context, sc *script, keys []string, argv ...any) *goredis.Cmd {
-	cmd := st.eval(ctx, "evalsha", sc.sha, keys, argv)
+	return st.runOn(ctx, st.client, sc, keys, argv...)
+}
+
+// runOn is run through p: the Store's client, or one of its connections
+// (see Store.write).
+func (st *Store) runOn(ctx context.Context, p processor, sc *script, keys []string, argv ...any) *goredis.Cmd {
+	cmd := eval(ctx, p, "evalsha", sc.sha, keys, argv)
 	if err := cmd.Err(); err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") {
-		cmd = st.eval(ctx, "eval", sc.src, keys, argv)
+		cmd = eval(ctx, p, "eval", sc.src, keys, argv)
 	}
 	return cmd
 }
 
-func (st *Store) eval(ctx context.Context, verb, body string, keys []string, argv []any) *goredis.Cmd {
+func eval(ctx context.Context, p processor, verb, body string, keys []string, argv []any) *goredis.Cmd {
 	args := append(evalArgs(verb, body, keys, len(argv)), argv...)
 	cmd := goredis.NewCmd(ctx, args...)
 	cmd.SetFirstKeyPos(3)
-	_ = st.client.Process(ctx, once{cmd})
+	_ = p.Process(ctx, once{cmd})
 	return cmd
 }
 

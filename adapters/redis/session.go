@@ -187,41 +187,42 @@ func (s *Session) AddItems(ctx context.Context, items []session.Item) error {
 		return err
 	}
 	wctx := context.WithoutCancel(ctx)
-	if s.st.opts.Layout == LayoutNative {
-		var n int64
-		var err error
-		if s.st.ttlMS == 0 {
-			n, err = s.pushx(wctx, items, size)
-		} else {
-			n, err = s.pushxExpire(wctx, items)
-		}
-		if err != nil {
-			return fmt.Errorf("redis: append to session %q: %w", s.id, err)
-		}
-		if n > 0 {
-			return nil
-		}
-		// The list does not exist: nothing was written; the script creates
-		// the session.
-	}
 	sc := appendScript
 	if s.st.opts.Layout == LayoutPython {
 		sc = pythonAppendScript
 	}
-	if err := s.st.run(wctx, sc, s.all, s.writeArgs(items)...).Err(); err != nil {
+	err = s.st.write(wctx, s.keys[0], func(p processor) (bool, error) {
+		if s.st.opts.Layout == LayoutNative {
+			var n int64
+			var err error
+			if s.st.ttlMS == 0 {
+				n, err = s.pushx(wctx, p, items, size)
+			} else {
+				n, err = s.pushxExpire(wctx, p, items)
+			}
+			if err != nil || n > 0 {
+				return err == nil, err
+			}
+			// The list does not exist: nothing was written; the script
+			// creates the session.
+		}
+		err := s.st.runOn(wctx, p, sc, s.all, s.writeArgs(items)...).Err()
+		return err == nil, err
+	})
+	if err != nil {
 		return fmt.Errorf("redis: append to session %q: %w", s.id, err)
 	}
 	return nil
 }
 
 // pushx sends RPUSHX of every item onto the items list (at most once,
-// pipelined with the appends of concurrent callers) and returns the list's
-// new length: 0 when the list did not exist, in which case nothing was
-// written.
-func (s *Session) pushx(ctx context.Context, items []session.Item, size int) (int64, error) {
+// pipelined with the appends of concurrent callers when p is the Store's
+// client) and returns the list's new length: 0 when the list did not
+// exist, in which case nothing was written.
+func (s *Session) pushx(ctx context.Context, p processor, items []session.Item, size int) (int64, error) {
 	cmd := s.rpushx(ctx, items)
-	if size > maxPipelinedBytes {
-		_ = s.st.client.Process(ctx, onceInt{cmd})
+	if size > maxPipelinedBytes || p != processor(s.st.client) {
+		_ = p.Process(ctx, onceInt{cmd})
 	} else {
 		s.st.push.do(ctx, s.st.client, cmd)
 	}
@@ -246,9 +247,9 @@ func (s *Session) rpushx(ctx context.Context, items []session.Item) *goredis.Int
 // the queued commands only on EXEC, all together, so the batch and the
 // refreshed expiries land together or not at all. It returns the list's
 // new length, 0 when the list did not exist (nothing was pushed).
-func (s *Session) pushxExpire(ctx context.Context, items []session.Item) (int64, error) {
+func (s *Session) pushxExpire(ctx context.Context, p processor, items []session.Item) (int64, error) {
 	push := s.rpushx(ctx, items)
-	_, err := s.st.client.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+	_, err := p.TxPipelined(ctx, func(p goredis.Pipeliner) error {
 		_ = p.Process(ctx, onceInt{push})
 		for _, k := range s.all {
 			cmd := goredis.NewBoolCmd(ctx, "pexpire", k, s.st.ttlMS)
@@ -314,38 +315,92 @@ func (s *Session) writeArgs(items []session.Item, extra ...any) []any {
 // another writer made progress).
 const maxPopAttempts = 100
 
-// PopItem removes and returns the newest valid item. It reads the newest
-// record (LRANGE -1 -1), checks it, and pops it with a script that removes
-// it only if the records it read are still the newest ones, byte for byte
-// (two round trips). A record the library cannot read is never deleted:
-// when the newest records are unreadable, the read window doubles until a
-// valid item is found, the script removes that item and puts the
-// unreadable records above it back in place, unchanged, and each of them
-// is reported through OnCorrupt. When no valid item is left, nothing is
-// removed and PopItem reports an empty session. With a TTL the script also
-// refreshes the expiry of every key.
+// PopItem removes and returns the newest valid item, in one round trip
+// when the newest record is one the client reads: a script pops it only
+// if a cheap check on the server (a JSON object with nothing in it that
+// the client would refuse; see readableSrc) says so, and returns it. A
+// record the check is not sure of is returned unpopped: the client reads
+// it, and pops it with a second script that removes it only if it is
+// still the newest, byte for byte (two round trips, for such records
+// only). A record the library cannot read is never deleted: when the
+// newest records are unreadable, the read window doubles until a valid
+// item is found, the script removes that item and puts the unreadable
+// records above it back in place, unchanged, and each of them is reported
+// through OnCorrupt. When no valid item is left, nothing is removed and
+// PopItem reports an empty session. With a TTL the scripts also refresh
+// the expiry of every key.
 func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 	if err := s.begin(ctx); err != nil {
 		return session.Item{}, false, err
 	}
 	wctx := context.WithoutCancel(ctx)
+	var res any
+	err := s.st.write(wctx, s.keys[0], func(p processor) (bool, error) {
+		var err error
+		res, err = s.st.runOn(wctx, p, popScript, s.all, s.st.ttlMS).Result()
+		if errors.Is(err, goredis.Nil) {
+			res, err = nil, nil
+		}
+		_, popped := res.(string)
+		return popped, err
+	})
+	var first string
+	unsure := false
+	switch r := res.(type) {
+	case nil:
+		if err != nil {
+			return session.Item{}, false, fmt.Errorf("redis: pop from session %q: %w", s.id, err)
+		}
+		return session.Item{}, false, nil
+	case string: // popped (err: but not acknowledged by the replicas asked for)
+		it, derr := driver.DecodeStoredString(r)
+		if derr != nil {
+			// The server's check and the client's disagree: put the
+			// record back on top, and say so.
+			perr := s.st.client.RPush(wctx, s.keys[0], r).Err()
+			return session.Item{}, false, fmt.Errorf("redis: pop from session %q: the server popped a record the client cannot read (%v); pushed back: %v", s.id, derr, perr)
+		}
+		if err != nil {
+			return it, true, fmt.Errorf("redis: pop from session %q: %w", s.id, err)
+		}
+		return it, true, nil
+	case []any:
+		if len(r) == 1 {
+			first, unsure = r[0].(string)
+		}
+	}
+	if err != nil {
+		return session.Item{}, false, fmt.Errorf("redis: pop from session %q: %w", s.id, err)
+	}
+	if !unsure {
+		return session.Item{}, false, fmt.Errorf("redis: pop from session %q: unexpected pop script reply %v", s.id, res)
+	}
+	// The server was not sure of the newest record: the client decides.
+	minWindow := int64(2)
+	if it, derr := driver.DecodeStoredString(first); derr == nil {
+		ok, err := s.popIf(wctx, []string{first})
+		if err != nil || ok {
+			return it, ok, err
+		}
+		minWindow = 1 // the records changed meanwhile: start over
+	}
 	for attempt := 0; attempt < maxPopAttempts; attempt++ {
-		it, raws, bad, found, err := s.popCandidate(ctx)
+		it, raws, bad, found, err := s.popCandidate(ctx, minWindow)
 		if err != nil {
 			return session.Item{}, false, err
 		}
+		minWindow = 1
 		if !found {
 			s.report(ctx, bad)
 			return session.Item{}, false, nil
 		}
-		argv := make([]any, 0, 1+len(raws))
-		argv = append(argv, s.st.ttlMS)
-		for _, r := range raws {
-			argv = append(argv, r)
-		}
-		ok, err := s.st.run(wctx, popScript, s.all, argv...).Bool()
-		if err != nil && !errors.Is(err, goredis.Nil) {
-			return session.Item{}, false, fmt.Errorf("redis: pop from session %q: %w", s.id, err)
+		ok, err := s.popIf(wctx, raws)
+		if err != nil {
+			if ok {
+				s.report(ctx, bad)
+				return it, true, err
+			}
+			return session.Item{}, false, err
 		}
 		if ok {
 			s.report(ctx, bad)
@@ -358,13 +413,36 @@ func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 	return session.Item{}, false, fmt.Errorf("redis: pop from session %q: the newest records changed %d times in a row while popping", s.id, maxPopAttempts)
 }
 
-// popCandidate reads the newest records until it finds the newest valid
-// one: it returns that item, the raw records from it to the end of the
+// popIf pops raws[0] if raws are still the newest records, byte for byte
+// (popIfSrc). popped with an error means the pop happened but was not
+// acknowledged as Options.WaitReplicas asks.
+func (s *Session) popIf(ctx context.Context, raws []string) (popped bool, err error) {
+	argv := make([]any, 0, 1+len(raws))
+	argv = append(argv, s.st.ttlMS)
+	for _, r := range raws {
+		argv = append(argv, r)
+	}
+	err = s.st.write(ctx, s.keys[0], func(p processor) (bool, error) {
+		ok, err := s.st.runOn(ctx, p, popIfScript, s.all, argv...).Bool()
+		if err != nil && !errors.Is(err, goredis.Nil) {
+			return false, err
+		}
+		popped = ok
+		return ok, nil
+	})
+	if err != nil {
+		return popped, fmt.Errorf("redis: pop from session %q: %w", s.id, err)
+	}
+	return popped, nil
+}
+
+// popCandidate reads the newest records, minWindow of them first, until
+// it finds the newest valid one: it returns that item, the raw records from it to the end of the
 // list (it first, then the unreadable records above it), and the
 // unreadable ones as reports. found is false when the list holds no valid
 // record; bad then lists every record read.
-func (s *Session) popCandidate(ctx context.Context) (it session.Item, raws []string, bad []driver.CorruptRecord, found bool, err error) {
-	for w := int64(1); ; w *= 2 {
+func (s *Session) popCandidate(ctx context.Context, minWindow int64) (it session.Item, raws []string, bad []driver.CorruptRecord, found bool, err error) {
+	for w := minWindow; ; w *= 2 {
 		start := -w
 		if w > 1<<40 {
 			start = 0
@@ -395,7 +473,14 @@ func (s *Session) Clear(ctx context.Context) error {
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
-	if err := s.st.client.Del(context.WithoutCancel(ctx), s.keys...).Err(); err != nil {
+	wctx := context.WithoutCancel(ctx)
+	err := s.st.write(wctx, s.keys[0], func(p processor) (bool, error) {
+		cmd := goredis.NewIntCmd(wctx, delArgs(s.keys)...)
+		cmd.SetFirstKeyPos(1)
+		_ = p.Process(wctx, cmd)
+		return cmd.Err() == nil, cmd.Err()
+	})
+	if err != nil {
 		return fmt.Errorf("redis: clear session %q: %w", s.id, err)
 	}
 	return nil
@@ -419,8 +504,23 @@ func (s *Session) ReplaceItems(ctx context.Context, items []session.Item) error 
 	if s.st.opts.Layout == LayoutPython {
 		sc = pythonReplaceScript
 	}
-	if err := s.st.run(context.WithoutCancel(ctx), sc, s.all, s.writeArgs(items)...).Err(); err != nil {
+	wctx := context.WithoutCancel(ctx)
+	err := s.st.write(wctx, s.keys[0], func(p processor) (bool, error) {
+		err := s.st.runOn(wctx, p, sc, s.all, s.writeArgs(items)...).Err()
+		return err == nil, err
+	})
+	if err != nil {
 		return fmt.Errorf("redis: replace session %q: %w", s.id, err)
 	}
 	return nil
+}
+
+// delArgs returns the arguments of DEL of keys.
+func delArgs(keys []string) []any {
+	args := make([]any, 0, 1+len(keys))
+	args = append(args, "del")
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	return args
 }

@@ -42,6 +42,13 @@ func New(client goredis.UniversalClient, opts Options) (*Store, error) {
 	if opts.Layout == LayoutPython && isSharded(client) {
 		return nil, ErrClusterLayout
 	}
+	switch client.(type) {
+	case *goredis.Client, *goredis.ClusterClient:
+	default:
+		if opts.WaitReplicas > 0 {
+			return nil, fmt.Errorf("%w: WaitReplicas needs a *goredis.Client or *goredis.ClusterClient, not a %T", ErrInvalidOptions, client)
+		}
+	}
 	return &Store{client: client, opts: opts, ttlMS: opts.ttlMillis()}, nil
 }
 

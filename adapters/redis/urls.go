@@ -24,7 +24,7 @@ var schemes = []string{"redis", "rediss", "unix", "redis+cluster", "rediss+clust
 
 // urlOptions are the query options the adapter takes; every other option
 // is go-redis's own (dial_timeout, pool_size, …), validated by go-redis.
-var urlOptions = []string{"key_prefix", "layout", "ttl", "refresh_on_read", "max_batch_bytes", "tls_ca_file"}
+var urlOptions = []string{"key_prefix", "layout", "ttl", "refresh_on_read", "max_batch_bytes", "tls_ca_file", "wait_replicas", "wait_timeout"}
 
 func init() {
 	for _, s := range schemes {
@@ -36,7 +36,10 @@ func init() {
 // (Options.KeyPrefix, default "agents:session"), layout (native or python,
 // default native), ttl (Options.TTL, default 0: never expire),
 // refresh_on_read (default false), max_batch_bytes (Options.MaxBatchBytes,
-// default 64 MiB, negative for no limit) and, for rediss://, tls_ca_file
+// default 64 MiB, negative for no limit), wait_replicas and wait_timeout
+// (Options.WaitReplicas and Options.WaitTimeout: e.g.
+// ?wait_replicas=1&wait_timeout=500ms acknowledges a write only once one
+// replica has it) and, for rediss://, tls_ca_file
 // (a PEM file of the CAs to trust instead of the system's; certificates are
 // always verified unless go-redis's own skip_verify=true says not to). Opening creates nothing, so
 // adapters.Options.ReadOnly needs nothing more.
@@ -65,6 +68,14 @@ func (URLOpener) OpenStoreURL(ctx context.Context, u *url.URL, o adapters.Option
 		if opts.MaxBatchBytes, err = strconv.Atoi(v); err != nil {
 			return nil, adapters.BadOption("max_batch_bytes", v, "an integer")
 		}
+	}
+	if v := q.Get("wait_replicas"); v != "" {
+		if opts.WaitReplicas, err = strconv.Atoi(v); err != nil || opts.WaitReplicas < 0 {
+			return nil, adapters.BadOption("wait_replicas", v, "a number of replicas, 0 or more")
+		}
+	}
+	if opts.WaitTimeout, err = q.Duration("wait_timeout"); err != nil {
+		return nil, err
 	}
 	if path := q.Get("tls_ca_file"); path != "" {
 		if opts.TLSConfig, err = caConfig(path); err != nil {

@@ -110,7 +110,8 @@ func TestURLOpenerCluster(t *testing.T) {
 // under the default prefix (key_prefix=my;app, issue 10.4).
 func TestURLOpenerRefuses(t *testing.T) {
 	base := testservers.Redis(t)
-	for _, q := range []string{"key_prefix=my;app", "keyprefix=x", "layout=sideways", "ttl=-1s", "key_prefix=a{b}", "key_prefix=a&key_prefix=b", "max_batch_bytes=x"} {
+	for _, q := range []string{"key_prefix=my;app", "keyprefix=x", "layout=sideways", "ttl=-1s", "key_prefix=a{b}", "key_prefix=a&key_prefix=b", "max_batch_bytes=x",
+		"wait_replicas=-1", "wait_replicas=x", "wait_timeout=x", "wait_timeout=-1s"} {
 		dsn := base + "?" + q
 		if strings.Contains(base, "?") {
 			dsn = base + "&" + q

@@ -1,0 +1,157 @@
+package redis
+
+import (
+	"context"
+	"math/rand"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentsessions/sessions/conformance"
+	"github.com/agentsessions/sessions/session/driver"
+)
+
+// readableCheckScript runs the pop script's readable() on every ARGV and
+// returns 1 or 0 for each.
+var readableCheckScript = newScript(readableSrc + `
+local r = {}
+for i, v in ipairs(ARGV) do if readable(v) then r[i] = 1 else r[i] = 0 end end
+return r
+`)
+
+// serverReadable returns readable() of each record, as the server runs it.
+func serverReadable(t *testing.T, st *Store, recs []string) []bool {
+	t.Helper()
+	out := make([]bool, 0, len(recs))
+	for len(recs) > 0 {
+		chunk := recs[:min(len(recs), 500)]
+		recs = recs[len(chunk):]
+		argv := make([]any, len(chunk))
+		for i, r := range chunk {
+			argv[i] = r
+		}
+		vals, err := st.run(context.Background(), readableCheckScript, nil, argv...).Int64Slice()
+		require.NoError(t, err)
+		for _, v := range vals {
+			out = append(out, v == 1)
+		}
+	}
+	return out
+}
+
+// readableCorpus are records on both sides of the line: what cjson takes
+// and the client refuses (the check must say "not sure"), and what both
+// take, in the forms writers produce (the check should say yes).
+var readableCorpus = []string{
+	`{"a":nan}`, `{"a":-NaN}`, `{"a":NaN(1)}`, `{"a":inf}`, `{"a":infinity}`, `{"a":+Infinity}`,
+	`{"a":0x10}`, `{"a":01}`, `{"a":1.}`, `{"a":-.5}`, `{"a":+1}`, `{"a":1.e5}`, `{"a":[1,-]}`,
+	"{\"a\":\"\xff\"}", "{\"a\":\"\xc0\xaf\"}", "{\"a\":\"\xed\xa0\x80\"}", "{\"a\":\"\xf4\x90\x80\x80\"}",
+	"{\"a\":\"\t\"}", "{\"a\":\"\x00\"}", "{\"a\":\"\x7f\"}", `{"a":"\ud800"}`, ` {"a":1}`, "{\"a\":1}\n",
+	`{"a":1} {"b":2}`, `{"a":"x\"y"}`, `{"a":"x\\"}`, `{"a\"":1}`, `{"a":"\\\"}`, `{"a":"é—😀"}`,
+	`{"a":1e5,"b":-0.5E-3,"c":0,"d":-0,"e":[true,false,null,NaN,Infinity,-Infinity]}`,
+	`{"a" : 1 , "b" : [ 1 , 2 ] }`, `{}`, `{"":{"":[]}}`, `{"a":"}"}`, `{"a":"{"}`,
+	`{"a":truex}`, `{"a":nul}`, `{"a":Infinityx}`, `{"a":NaNa}`, `{"a":1e}`, `{"a":--1}`,
+}
+
+// TestReadableNeverOverclaims: the server's check says yes only to records
+// the client reads (a yes deletes the record in one step), over a corpus
+// of edge cases and thousands of random mutations of real items; and it
+// says yes to the records writers commonly store, so that PopItem takes
+// its one-round-trip path for them.
+func TestReadableNeverOverclaims(t *testing.T) {
+	st := newStore(t, standaloneClient(t), Options{KeyPrefix: uniquePrefix(t)})
+	var recs []string
+	recs = append(recs, readableCorpus...)
+	recs = append(recs, unreadable...)
+	recs = append(recs, nanItems...)
+	common := []string{`{"a":"é—😀"}`, `{"x": NaN}`}
+	for _, it := range benchItems("r", 3) {
+		common = append(common, it.String())
+	}
+	for _, it := range conformance.Numbered("r", 3) {
+		common = append(common, it.String())
+	}
+	recs = append(recs, common...)
+	rng := rand.New(rand.NewSource(1))
+	alphabet := []byte("{}[]:,\" \\\t\n0123456789.-+eEaNnIfx\x00\x7f\xc3\xa9\xed\xa0\xff")
+	base := append([]string{}, common...)
+	base = append(base, `{"a":[1,2.5e-3,{"b":null}],"c":"d\u00e9\n"}`)
+	for i := 0; i < 4000; i++ {
+		b := []byte(base[rng.Intn(len(base))])
+		for n := 1 + rng.Intn(3); n > 0; n-- {
+			p := rng.Intn(len(b) + 1)
+			c := alphabet[rng.Intn(len(alphabet))]
+			switch rng.Intn(3) {
+			case 0:
+				b = append(b[:p:p], append([]byte{c}, b[p:]...)...)
+			case 1:
+				if p < len(b) {
+					b = append(b[:p:p], b[p+1:]...)
+				}
+			default:
+				if p < len(b) {
+					b[p] = c
+				}
+			}
+		}
+		recs = append(recs, string(b))
+	}
+	sure := serverReadable(t, st, recs)
+	yes, overclaims := 0, 0
+	for i, r := range recs {
+		_, err := driver.DecodeStoredString(string([]byte(r)))
+		if sure[i] {
+			yes++
+			if err != nil {
+				overclaims++
+				t.Errorf("the server's check takes %q, which the client refuses: %v", r, err)
+			}
+		}
+	}
+	t.Logf("%d records, %d taken by the server's check, %d of them wrongly", len(recs), yes, overclaims)
+	at := len(readableCorpus) + len(unreadable) + len(nanItems)
+	for i, r := range common {
+		require.True(t, sure[at+i], "the check should take %q", r)
+	}
+	for i, r := range nanItems {
+		require.True(t, sure[len(readableCorpus)+len(unreadable)+i], "the check should take %q", r)
+	}
+}
+
+// TestPopUnsure: records the server's check is not sure of but the client
+// reads (a lone \u surrogate, which cjson refuses; surrounding whitespace;
+// an indented object) are popped by the client's compare-and-pop, in order,
+// none reported; unreadable ones between them stay.
+func TestPopUnsure(t *testing.T) {
+	for _, tc := range popLayouts {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			c := tc.client(t)
+			var col driver.CorruptLog
+			st := newStore(t, c, Options{KeyPrefix: uniquePrefix(t), Layout: tc.layout, OnCorrupt: col.Handler()})
+			s, err := st.Session("unsure")
+			require.NoError(t, err)
+			recs := []string{`{"a":"\ud800"}`, "{\"b\":1}\n", "{\n  \"c\": [\n    1\n  ]\n}", " {\"d\":2}"}
+			require.NoError(t, s.AddItems(ctx, conformance.Numbered("u", 1)))
+			for _, r := range recs {
+				require.NoError(t, c.RPush(ctx, s.Keys()[0], r, "junk").Err())
+			}
+			for i := len(recs) - 1; i >= 0; i-- {
+				it, ok, err := s.PopItem(ctx)
+				require.NoError(t, err)
+				require.True(t, ok)
+				require.Equal(t, recs[i], it.String())
+			}
+			it, ok, err := s.PopItem(ctx)
+			require.NoError(t, err)
+			require.True(t, ok)
+			require.Equal(t, conformance.Numbered("u", 1)[0].String(), it.String())
+			got, err := c.LRange(ctx, s.Keys()[0], 0, -1).Result()
+			require.NoError(t, err)
+			require.Equal(t, []string{"junk", "junk", "junk", "junk"}, got)
+			for _, r := range col.Reports("unsure") {
+				require.Equal(t, "junk", string(r.Raw))
+			}
+		})
+	}
+}
