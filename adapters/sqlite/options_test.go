@@ -210,6 +210,21 @@ func requireTexts(t testing.TB, want []string, got []session.Item, msgAndArgs ..
 	require.Equal(t, want, texts, msgAndArgs...)
 }
 
+// oldPythonStore makes at path the tables of a store the Python SDK made
+// before 0.7, whose session index is on (session_id, created_at).
+func oldPythonStore(tb testing.TB, path string) *sql.DB {
+	tb.Helper()
+	db, err := sql.Open("sqlite", path)
+	require.NoError(tb, err)
+	q := newQueries(Options{SessionsTable: DefaultSessionsTable, MessagesTable: DefaultMessagesTable})
+	for _, ddl := range []string{q.createSessions, q.createMessages,
+		`CREATE INDEX idx_agent_messages_session_id ON agent_messages (session_id, created_at)`} {
+		_, err := db.Exec(ddl)
+		require.NoError(tb, err)
+	}
+	return db
+}
+
 // TestOldPythonIndexIsFixed: a store the Python SDK made before 0.7 has its
 // session index on (session_id, created_at). A read-only open warns and
 // names the fix; a read-write open adds an index of its own on
@@ -218,15 +233,8 @@ func requireTexts(t testing.TB, want []string, got []session.Item, msgAndArgs ..
 func TestOldPythonIndexIsFixed(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "old.db")
-	db, err := sql.Open("sqlite", path)
-	require.NoError(t, err)
 	q := newQueries(Options{SessionsTable: DefaultSessionsTable, MessagesTable: DefaultMessagesTable})
-	for _, ddl := range []string{q.createSessions, q.createMessages,
-		`CREATE INDEX idx_agent_messages_session_id ON agent_messages (session_id, created_at)`} {
-		_, err := db.ExecContext(ctx, ddl)
-		require.NoError(t, err)
-	}
-	require.NoError(t, db.Close())
+	require.NoError(t, oldPythonStore(t, path).Close())
 	plan := func() string {
 		db, err := sql.Open("sqlite", path+"?mode=ro")
 		require.NoError(t, err)
@@ -286,16 +294,8 @@ func TestOldPythonIndexIsFixed(t *testing.T) {
 // this package's own is added (TestOldPythonIndexIsFixed).
 func BenchmarkLatestOnOldPythonIndex(b *testing.B) {
 	ctx := context.Background()
-	path := filepath.Join(b.TempDir(), "old.db")
-	db, err := sql.Open("sqlite", path)
-	require.NoError(b, err)
-	q := newQueries(Options{SessionsTable: DefaultSessionsTable, MessagesTable: DefaultMessagesTable})
-	for _, ddl := range []string{q.createSessions, q.createMessages,
-		`CREATE INDEX idx_agent_messages_session_id ON agent_messages (session_id, created_at)`} {
-		_, err := db.ExecContext(ctx, ddl)
-		require.NoError(b, err)
-	}
-	_, err = db.ExecContext(ctx, `INSERT INTO agent_sessions (session_id) VALUES ('a')`)
+	db := oldPythonStore(b, filepath.Join(b.TempDir(), "old.db"))
+	_, err := db.ExecContext(ctx, `INSERT INTO agent_sessions (session_id) VALUES ('a')`)
 	require.NoError(b, err)
 	_, err = db.ExecContext(ctx, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
 		INSERT INTO agent_messages (session_id, message_data) SELECT 'a', '{"i":' || i || '}' FROM n`)
