@@ -63,6 +63,8 @@
 //	                 doubles (one more round trip each time) while it holds unreadable records only
 //	Clear         1  DEL of every key of the history (the checkpoint hash stays)
 //	ReplaceItems  1  EVALSHA: metadata + DEL + RPUSH + PEXPIRE, atomically
+//	HistoryVersion 1 EVALSHA: LRANGE 0 -1 and the SHA-1 of the records, on the server
+//	ReplaceItemsIf 1 EVALSHA: the version again, and on a match ReplaceItems's work, atomically
 //	Touch         1  EVALSHA: PEXPIRE every key, the checkpoint hash's too
 //	ExpiresIn     1  PTTL of the items list; 1 more, PTTL of the checkpoint hash, when there is
 //	                 no list
@@ -126,7 +128,7 @@
 // cluster replica taking over) loses the writes the promoted replica had
 // not received yet, acknowledged or not. Options.WaitReplicas (URL:
 // ?wait_replicas=1&wait_timeout=500ms) narrows that window: every write
-// (AddItems, PopItem, Clear, ReplaceItems, SaveCheckpoint,
+// (AddItems, PopItem, Clear, ReplaceItems, ReplaceItemsIf, SaveCheckpoint,
 // AppendWithCheckpoint, DeleteCheckpoint, Touch) is followed by WAIT
 // numreplicas timeout on the connection that sent it, and is acknowledged
 // only once that many replicas have it. When fewer acknowledge within
@@ -135,8 +137,8 @@
 // acknowledged of how many asked: the write happened on the primary, but
 // a failover may lose it, so read the session before writing it again
 // (PopItem returns the item it popped with that error). A write that
-// changed nothing (a checkpoint conflict, an empty pop) waits for
-// nothing.
+// changed nothing (a checkpoint conflict, ErrHistoryChanged, an empty
+// pop) waits for nothing.
 //
 // WAIT does not make Redis strongly consistent: the replicas have the
 // write in memory, not necessarily on disk; a failover may still promote a

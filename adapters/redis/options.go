@@ -86,7 +86,7 @@ type Options struct {
 	// objects; nil logs a warning with slog.
 	OnCorrupt driver.CorruptHandler
 	// WaitReplicas, when positive, makes every write (AddItems, PopItem,
-	// Clear, ReplaceItems, SaveCheckpoint,
+	// Clear, ReplaceItems, ReplaceItemsIf, SaveCheckpoint,
 	// AppendWithCheckpoint, DeleteCheckpoint, Touch) send WAIT
 	// WaitReplicas WaitTimeout on the write's connection before it
 	// returns: a write fewer replicas acknowledged in time returns a

@@ -111,6 +111,52 @@ const pythonReplaceSrc = replaceHeadSrc + writeArgsSrc + pythonStampSrc + `
 redis.call('DEL', KEYS[1])
 ` + pushExpireSrc
 
+// historyVersionFnSrc defines history_version(key), the version of the
+// history in the list key: the number of records, ':', and the SHA-1 of
+// every record prefixed with its length and ':' (so that no two histories
+// give the same input). Equal versions mean equal records, byte for byte,
+// readable or not; a missing list is the empty history.
+const historyVersionFnSrc = `
+local function history_version(key)
+  local r = redis.call('LRANGE', key, 0, -1)
+  local parts = {}
+  for i, v in ipairs(r) do parts[i] = #v .. ':' .. v end
+  return #r .. ':' .. redis.sha1hex(table.concat(parts))
+end
+`
+
+// historyVersionSrc returns the version of the history in KEYS[1].
+const historyVersionSrc = historyVersionFnSrc + `
+return history_version(KEYS[1])
+`
+
+// replaceIfHeadSrc starts a conditional replace: ARGV[4] is the version
+// the caller read; if the history's is another, it returns -1 having
+// written nothing. Otherwise it goes on as replaceHeadSrc, with the items
+// from ARGV[5].
+const replaceIfHeadSrc = historyVersionFnSrc + `
+if history_version(KEYS[1]) ~= ARGV[4] then return -1 end
+if #ARGV == 4 then
+  redis.call('DEL', unpack(KEYS, 1, #KEYS - 1))
+  return 0
+end
+local n, first = #ARGV, 5
+`
+
+// replaceIfSrc is replaceSrc on the condition of replaceIfHeadSrc, in the
+// native layout.
+const replaceIfSrc = replaceIfHeadSrc + `
+redis.call('HSET', KEYS[2], 'session_id', ARGV[2])
+redis.call('HSETNX', KEYS[2], 'created_at', ARGV[3])
+redis.call('DEL', KEYS[1])
+` + pushExpireSrc
+
+// pythonReplaceIfSrc is pythonReplaceSrc on the condition of
+// replaceIfHeadSrc.
+const pythonReplaceIfSrc = replaceIfHeadSrc + pythonStampSrc + `
+redis.call('DEL', KEYS[1])
+` + pushExpireSrc
+
 // The checkpoint scripts compare versions as the decimal strings Redis
 // keeps (HINCRBY writes them; the client formats the expected one with
 // strconv), so no version goes through a Lua number on the way in. "-1" is
@@ -307,16 +353,20 @@ func newScript(src string) *script { return &script{src: src, sha: goredis.NewSc
 
 var (
 	allScripts = []*script{appendScript, pythonAppendScript, replaceScript, pythonReplaceScript,
+		replaceIfScript, pythonReplaceIfScript, historyVersionScript,
 		popScript, popIfScript, rangeScript, touchScript, commitScript, pythonCommitScript, deleteCheckpointScript,
 		loadCheckpointScript}
-	appendScript        = newScript(appendSrc)
-	pythonAppendScript  = newScript(pythonAppendSrc)
-	replaceScript       = newScript(replaceSrc)
-	pythonReplaceScript = newScript(pythonReplaceSrc)
-	popScript           = newScript(popSrc)
-	popIfScript         = newScript(popIfSrc)
-	rangeScript         = newScript(rangeSrc)
-	touchScript         = newScript(touchSrc)
+	appendScript          = newScript(appendSrc)
+	pythonAppendScript    = newScript(pythonAppendSrc)
+	replaceScript         = newScript(replaceSrc)
+	pythonReplaceScript   = newScript(pythonReplaceSrc)
+	replaceIfScript       = newScript(replaceIfSrc)
+	pythonReplaceIfScript = newScript(pythonReplaceIfSrc)
+	historyVersionScript  = newScript(historyVersionSrc)
+	popScript             = newScript(popSrc)
+	popIfScript           = newScript(popIfSrc)
+	rangeScript           = newScript(rangeSrc)
+	touchScript           = newScript(touchSrc)
 
 	commitScript           = newScript(commitSrc)
 	pythonCommitScript     = newScript(pythonCommitSrc)

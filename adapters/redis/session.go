@@ -29,6 +29,7 @@ type Session struct {
 var (
 	_ session.LatestReader        = (*Session)(nil)
 	_ session.Replacer            = (*Session)(nil)
+	_ session.VersionedReplacer   = (*Session)(nil)
 	_ session.Expirer             = (*Session)(nil)
 	_ session.CheckpointStore     = (*Session)(nil)
 	_ session.CheckpointCommitter = (*Session)(nil)
@@ -523,4 +524,55 @@ func delArgs(keys []string) []any {
 		args = append(args, k)
 	}
 	return args
+}
+
+// HistoryVersion returns the version of the stored history, in one round
+// trip: a script that reads the items list and returns its length and the
+// SHA-1 of its records, each prefixed with its length. Equal versions mean
+// the same records, byte for byte (unreadable ones included), so a history
+// that comes back to what it was gets its version back, and replacing it
+// then is as safe as before it changed.
+func (s *Session) HistoryVersion(ctx context.Context) (string, error) {
+	if err := s.begin(ctx); err != nil {
+		return "", err
+	}
+	v, err := s.st.run(ctx, historyVersionScript, s.keys[:1]).Text()
+	if err != nil {
+		return "", fmt.Errorf("redis: version of session %q: %w", s.id, err)
+	}
+	return v, nil
+}
+
+// ReplaceItemsIf replaces the history with items, as ReplaceItems does,
+// if its version (HistoryVersion) is still version: one script computes
+// the version and replaces in the same atomic step. Otherwise it returns
+// an error wrapping session.ErrHistoryChanged, having written nothing.
+func (s *Session) ReplaceItemsIf(ctx context.Context, version string, items []session.Item) error {
+	if err := s.begin(ctx); err != nil {
+		return err
+	}
+	if err := driver.ValidateBatch(items); err != nil {
+		return err
+	}
+	if _, err := s.checkSize(items); err != nil {
+		return err
+	}
+	sc := replaceIfScript
+	if s.st.opts.Layout == LayoutPython {
+		sc = pythonReplaceIfScript
+	}
+	wctx := context.WithoutCancel(ctx)
+	changed := false
+	err := s.st.write(wctx, s.keys[0], func(p processor) (bool, error) {
+		n, err := s.st.runOn(wctx, p, sc, s.all, s.writeArgs(items, version)...).Int64()
+		changed = n < 0
+		return err == nil && !changed, err
+	})
+	if err != nil {
+		return fmt.Errorf("redis: replace session %q: %w", s.id, err)
+	}
+	if changed {
+		return fmt.Errorf("redis: replace session %q: %w", s.id, session.ErrHistoryChanged)
+	}
+	return nil
 }
