@@ -18,14 +18,20 @@
 // A session is two keys, and a third once it holds checkpoints:
 //
 //	<prefix>:{<escaped id>}:items         list of items, oldest first, each the item's JSON bytes as given
-//	<prefix>:{<escaped id>}:meta          hash: session_id, created_at (Unix milliseconds, client clock)
+//	<prefix>:{<escaped id>}:meta          hash: session_id, created_at (Unix milliseconds, client clock);
+//	                                      updated_at and updated_version once a copy set them
 //	<prefix>:{<escaped id>}:checkpoints   hash: v:<name> (version), d:<name> (document); see "Checkpoints"
 //
 // The prefix defaults to "agents:native" (DefaultKeyPrefix; see "Two
 // layouts in one database" for why not the Python SDK's). The metadata is
 // written when the session's list is created and never rewritten by an
 // append, as nothing of it changes (stores written by earlier versions
-// also hold an updated_at field, which is left alone). The braces are a
+// also hold an updated_at field, which is left alone). A copy or repair
+// (sessionctl migrate, through the URL store's SetSessionTimes) sets
+// updated_at to its source's time, with updated_version, the history's
+// version (Session.HistoryVersion) it describes: the store reports that
+// updated_at only while the history is unchanged, since appends do not
+// refresh it. The braces are a
 // Redis Cluster hash tag: Redis hashes only the substring between the
 // first '{' of a key and the first '}' after it, so all keys of a session
 // hash to the same slot and every operation below is a single-slot, atomic

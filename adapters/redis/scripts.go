@@ -157,6 +157,32 @@ const pythonReplaceIfSrc = replaceIfHeadSrc + pythonStampSrc + `
 redis.call('DEL', KEYS[1])
 ` + pushExpireSrc
 
+// setTimesSrc sets the native metadata's times of a session whose list
+// exists (it returns 0, writing nothing, when there is none): ARGV[1]
+// created_at, ARGV[2] updated_at, each only when not empty, and with
+// updated_at the version of the history it describes, updated_version,
+// so that sessionTimesSrc can tell when an append (which leaves the
+// metadata alone) has made it stale.
+const setTimesSrc = historyVersionFnSrc + `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if ARGV[1] ~= '' then redis.call('HSET', KEYS[2], 'created_at', ARGV[1]) end
+if ARGV[2] ~= '' then
+  redis.call('HSET', KEYS[2], 'updated_at', ARGV[2], 'updated_version', history_version(KEYS[1]))
+end
+return 1
+`
+
+// sessionTimesSrc returns the native metadata's {created_at, updated_at},
+// updated_at only while the history is still the one it was set for
+// (updated_version): nil once the history changed, or when no version
+// was recorded with it (updated_at fields of earlier versions, which
+// appends no longer refresh).
+const sessionTimesSrc = historyVersionFnSrc + `
+local r = redis.call('HMGET', KEYS[2], 'created_at', 'updated_at', 'updated_version')
+if not r[3] or r[3] ~= history_version(KEYS[1]) then r[2] = false end
+return {r[1], r[2]}
+`
+
 // The checkpoint scripts compare versions as the decimal strings Redis
 // keeps (HINCRBY writes them; the client formats the expected one with
 // strconv), so no version goes through a Lua number on the way in. "-1" is
@@ -353,7 +379,7 @@ func newScript(src string) *script { return &script{src: src, sha: goredis.NewSc
 
 var (
 	allScripts = []*script{appendScript, pythonAppendScript, replaceScript, pythonReplaceScript,
-		replaceIfScript, pythonReplaceIfScript, historyVersionScript,
+		replaceIfScript, pythonReplaceIfScript, historyVersionScript, setTimesScript, sessionTimesScript,
 		popScript, popIfScript, rangeScript, touchScript, commitScript, pythonCommitScript, deleteCheckpointScript,
 		loadCheckpointScript}
 	appendScript          = newScript(appendSrc)
@@ -363,6 +389,8 @@ var (
 	replaceIfScript       = newScript(replaceIfSrc)
 	pythonReplaceIfScript = newScript(pythonReplaceIfSrc)
 	historyVersionScript  = newScript(historyVersionSrc)
+	setTimesScript        = newScript(setTimesSrc)
+	sessionTimesScript    = newScript(sessionTimesSrc)
 	popScript             = newScript(popSrc)
 	popIfScript           = newScript(popIfSrc)
 	rangeScript           = newScript(rangeSrc)

@@ -120,6 +120,8 @@ type urlStore struct {
 	st *Store
 }
 
+var _ adapters.Timestamps = (*urlStore)(nil)
+
 // ListSessions scans every primary for the layout's item lists and
 // returns the session ids, sorted: the sessions holding items. A session
 // whose only key is its checkpoint hash (checkpoints saved, or kept by
@@ -211,20 +213,29 @@ func globEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`, `]`, `\]`).Replace(s)
 }
 
-// SessionTimes returns the metadata hash's created_at, and updated_at where
-// the layout keeps it (the Python layout; the native one stamps created_at
-// only). Native times are Unix milliseconds, Python's Unix seconds.
+// SessionTimes returns the metadata hash's created_at and updated_at.
+// Native times are Unix milliseconds, Python's Unix seconds. The Python
+// layout stamps updated_at on every append (as the Python SDK does); the
+// native one does not (an append is a bare RPUSHX), so there updated_at is
+// the time SetSessionTimes set (a migration's or repair's source time), and
+// is reported only while the history is still the one it was set for: once
+// the history changed, Updated is zero (unknown).
 func (s *urlStore) SessionTimes(ctx context.Context, id string) (adapters.SessionTimes, bool, error) {
 	var t adapters.SessionTimes
 	h, err := s.st.Session(id)
 	if err != nil {
 		return t, false, err
 	}
-	vals, err := s.st.client.HMGet(ctx, h.keys[1], "created_at", "updated_at").Result()
+	var vals []any
+	if s.st.opts.Layout == LayoutPython {
+		vals, err = s.st.client.HMGet(ctx, h.keys[1], "created_at", "updated_at").Result()
+	} else {
+		vals, err = s.st.run(ctx, sessionTimesScript, h.keys[:2]).Slice()
+	}
 	if err != nil {
 		return t, false, fmt.Errorf("redis: session times: %w", err)
 	}
-	if vals[0] == nil && vals[1] == nil {
+	if len(vals) != 2 || vals[0] == nil && vals[1] == nil {
 		return t, false, nil
 	}
 	t.Created, t.Updated = s.st.parseStamp(vals[0]), s.st.parseStamp(vals[1])
@@ -232,21 +243,40 @@ func (s *urlStore) SessionTimes(ctx context.Context, id string) (adapters.Sessio
 }
 
 // SetSessionTimes sets the metadata hash's non-zero times, on a session
-// that exists (its items list does).
+// that exists (its items list does). In the native layout one script
+// checks that and sets them, updated_at with the version of the history
+// it describes (see SessionTimes).
 func (s *urlStore) SetSessionTimes(ctx context.Context, id string, t adapters.SessionTimes) error {
 	h, err := s.st.Session(id)
 	if err != nil {
 		return err
 	}
+	if t.Created.IsZero() && t.Updated.IsZero() {
+		return nil
+	}
+	if s.st.opts.Layout == LayoutNative {
+		var created, updated string
+		if !t.Created.IsZero() {
+			created = s.st.formatStamp(t.Created)
+		}
+		if !t.Updated.IsZero() {
+			updated = s.st.formatStamp(t.Updated)
+		}
+		n, err := s.st.run(ctx, setTimesScript, h.keys[:2], created, updated).Int64()
+		if err == nil && n == 0 {
+			err = errors.New("no such session")
+		}
+		if err != nil {
+			return fmt.Errorf("redis: set session times: %w", err)
+		}
+		return nil
+	}
 	var fields []any
 	if !t.Created.IsZero() {
 		fields = append(fields, "created_at", s.st.formatStamp(t.Created))
 	}
-	if !t.Updated.IsZero() && s.st.opts.Layout == LayoutPython {
+	if !t.Updated.IsZero() {
 		fields = append(fields, "updated_at", s.st.formatStamp(t.Updated))
-	}
-	if len(fields) == 0 {
-		return nil
 	}
 	if n, err := s.st.client.Exists(ctx, h.keys[0]).Result(); err != nil || n == 0 {
 		if err == nil {

@@ -6,10 +6,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentsessions/sessions/adapters"
+	"github.com/agentsessions/sessions/conformance"
 	"github.com/agentsessions/sessions/internal/testkit/testservers"
 	"github.com/agentsessions/sessions/session"
 	"github.com/agentsessions/sessions/session/driver"
@@ -123,4 +125,63 @@ func TestURLOpenerRefuses(t *testing.T) {
 
 func TestGlobEscape(t *testing.T) {
 	require.Equal(t, `a\*b\?c\[d\]e\\f`, globEscape(`a*b?c[d]e\f`))
+}
+
+// TestSessionTimes is issue 21.6: the URL store keeps the times a copy
+// sets (adapters.Timestamps) in both layouts, native updated_at included,
+// and reads them back; in the native layout, whose appends leave the
+// metadata alone, updated_at is reported only while the history is the one
+// it was set for.
+func TestSessionTimes(t *testing.T) {
+	for _, layout := range []string{"native", "python"} {
+		t.Run(layout, func(t *testing.T) {
+			ctx := context.Background()
+			st, err := adapters.Open(ctx, withQuery(t, testservers.Redis(t), map[string]string{
+				"key_prefix": uniquePrefix(t), "layout": layout}))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = st.Close() })
+			ts, ok := st.(adapters.Timestamps)
+			require.True(t, ok)
+			created := time.UnixMilli(1_600_000_000_123)
+			updated := time.UnixMilli(1_700_000_000_456)
+			require.Error(t, ts.SetSessionTimes(ctx, "t", adapters.SessionTimes{Created: created, Updated: updated}), "no such session")
+			_, ok, err = ts.SessionTimes(ctx, "t")
+			require.NoError(t, err)
+			require.False(t, ok)
+
+			s, err := st.Session("t")
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = st.(*urlStore).RemoveSession(context.Background(), "t") })
+			require.NoError(t, s.AddItems(ctx, conformance.Numbered("t", 2)))
+			require.NoError(t, ts.SetSessionTimes(ctx, "t", adapters.SessionTimes{Created: created, Updated: updated}))
+			got, ok, err := ts.SessionTimes(ctx, "t")
+			require.NoError(t, err)
+			require.True(t, ok)
+			unit := time.Millisecond
+			if layout == "python" {
+				unit = time.Second
+			}
+			require.True(t, got.Created.Equal(created.Truncate(unit)), "created: %v", got.Created)
+			require.True(t, got.Updated.Equal(updated.Truncate(unit)), "updated: %v", got.Updated)
+
+			// zero times are left as they are
+			require.NoError(t, ts.SetSessionTimes(ctx, "t", adapters.SessionTimes{Created: created.Add(time.Hour)}))
+			got, _, err = ts.SessionTimes(ctx, "t")
+			require.NoError(t, err)
+			require.True(t, got.Created.Equal(created.Add(time.Hour).Truncate(unit)))
+			require.True(t, got.Updated.Equal(updated.Truncate(unit)))
+
+			before := time.Now().Truncate(time.Second)
+			require.NoError(t, s.AddItems(ctx, conformance.Numbered("u", 1)))
+			got, ok, err = ts.SessionTimes(ctx, "t")
+			require.NoError(t, err)
+			require.True(t, ok)
+			require.True(t, got.Created.Equal(created.Add(time.Hour).Truncate(unit)), "an append keeps created_at")
+			if layout == "python" {
+				require.False(t, got.Updated.Before(before), "Python's append stamps updated_at: %v", got.Updated)
+			} else {
+				require.True(t, got.Updated.IsZero(), "the native append does not stamp updated_at: the one set is stale, so unknown")
+			}
+		})
+	}
 }
