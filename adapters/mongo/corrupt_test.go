@@ -189,7 +189,7 @@ func TestBatchSizeLimit(t *testing.T) {
 			{strings.Repeat("é", 300), numbered("y", 11), true},
 			{"b", append(numbered("z", 120), session.MustItem(`{"big":"`+strings.Repeat("q", 70000)+`"}`)), false},
 		} {
-			doc := batchDoc{id: bson.NewObjectID(), session: tc.id, seq: 1 << 40, gen: -5, items: tc.items}
+			doc := batchDoc{id: bson.NewObjectID(), session: tc.id, seq: 1 << 40, gen: -5, items: tc.items, commit: 2}
 			if tc.ttl {
 				now := doc.created
 				doc.expires = &now

@@ -32,6 +32,10 @@ type messageDoc struct {
 	// index acts on); expiresAt is then its value in Unix milliseconds.
 	stamped   bool
 	expiresAt int64
+	// commit is the _c field: 0 when absent (a document of the Python SDK,
+	// a replace, a marker), 1 for an append's batch (visible once
+	// committed, see sessionDoc.committed).
+	commit int64
 }
 
 // errNotDocument reports bytes that are not a valid BSON document.
@@ -54,6 +58,9 @@ func parseMessageDoc(raw bson.Raw) (messageDoc, error) {
 	}
 	if v, err := raw.LookupErr(fExpiresAt); err == nil {
 		d.expiresAt, d.stamped = v.DateTimeOK()
+	}
+	if v, err := raw.LookupErr(fMsgCommit); err == nil {
+		d.commit, _ = integer(v)
 	}
 	d.data, _ = raw.LookupErr(fMessageData)
 	if arr, ok := d.data.ArrayOK(); ok {

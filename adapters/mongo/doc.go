@@ -13,7 +13,7 @@
 // makes its own client, takes the database from the URI's path (else
 // Options.Database, else "agents"), and disconnects it on Close. A Session
 // implements session.Session, session.LatestReader, session.Replacer,
-// session.Expirer and session.CheckpointStore (not
+// session.VersionedReplacer, session.Expirer and session.CheckpointStore (not
 // session.CheckpointCommitter: an append and a checkpoint save are two
 // documents, and FerretDB has no multi-document transactions).
 //
@@ -22,8 +22,8 @@
 // Two collections, agent_sessions and agent_messages by default, and a
 // third of this package's own, agent_checkpoints (see "Checkpoints"):
 //
-//	session document     {session_id, created_at, updated_at, _seq, _generation}
-//	message document     {session_id, seq, generation, message_data: [item JSON, ...], created_at}
+//	session document     {session_id, created_at, updated_at, _seq, _generation, _top, _resv, _abandoned, _pops, _popping}
+//	message document     {session_id, seq, generation, message_data: [item JSON, ...], created_at, _c}
 //	checkpoint document  {_id: "<len(id)>:<id>:<name>:<version>", session_id, name, version, document (binary), updated_at}
 //
 // session_id is unique on the sessions collection. A message document holds
@@ -60,6 +60,8 @@
 //
 // Fields this package adds, and the Python SDK ignores: _base_generation
 // and _base_seq (the generation a replace installed, and its batch's seq),
+// _top, _resv, _abandoned, _pops and _popping on session documents and _c
+// on an append's message document (see "Linearizability"),
 // and with a TTL, expires_at on both kinds of document, and
 // messages_expire_at, _purge_by and _expired_through on session documents
 // (see "Expiry").
@@ -76,24 +78,31 @@
 //
 // # Operations and round trips
 //
-//   - AddItems: 2 round trips. findAndModify on the session document
+//   - AddItems: 3 round trips. findAndModify on the session document
 //     ($inc _seq, upsert, returning the new document: the batch's seq and
-//     the current generation), then one insert.
-//   - LatestItems(n) and Items: 1 round trip for typical batch sizes: two
-//     commands in flight at once, a find of the session document and a find
-//     of the newest w message documents of every generation (sorted by seq,
-//     limit w). w is n over a running average of items per document, with a
+//     the current generation), the insert of the batch (hidden until
+//     committed), and its commit on the session document, which waits for
+//     the appends reserved before it. See "Linearizability".
+//   - LatestItems(n) and Items: 2 round trips for typical batch sizes: a
+//     find of the session document, then a find of the newest w message
+//     documents of every generation (sorted by seq, limit w), in that
+//     order. w is n over a running average of items per document, with a
 //     quarter to spare; if the window holds fewer than n valid items it
 //     doubles. Items are taken from the newest document back, keeping only
-//     the current generation's. See "Reading without a snapshot".
-//   - PopItem: 2 round trips (3 with a TTL, whose session document is
-//     refreshed first). Read the session document (the generation) and the
-//     newest non-empty documents at once, then one update that removes exactly the newest readable record, conditioned
-//     on the document being as read ($pop of the last element when the
-//     array still has the length read and that element; a $set of the
-//     array without the record when unreadable records sit above it: they
-//     are reported and kept byte for byte). An emptied document stays as a
-//     marker. A lost condition (a concurrent pop) reads again.
+//     the current generation's committed ones. See "Reading without a
+//     snapshot".
+//   - PopItem: 4 round trips (the first is a findAndModify that refreshes
+//     the expiry, with a TTL). Read the session document, then the newest
+//     non-empty documents; commit the pop of exactly the newest readable
+//     record on the session document (see "Linearizability"); then one
+//     update that removes it, conditioned on the document being as read
+//     ($pop of the last element when the array still has the length read
+//     and that element; a $set of the array without the record when
+//     unreadable records sit above it: they are reported and kept byte
+//     for byte). An emptied document stays as a marker. A lost commit (a
+//     concurrent append or pop) reads again.
+//   - HistoryVersion: 1 round trip; ReplaceItemsIf: ReplaceItems plus one
+//     read (see "Versions").
 //   - Clear: 3 round trips, 1 for a session never written (2 with a TTL).
 //     See "Generations".
 //   - ReplaceItems: 5 round trips. See "Generations".
@@ -135,7 +144,10 @@
 // # Reading without a snapshot
 //
 // MongoDB gives no snapshot across the two reads (outside transactions,
-// which FerretDB lacks), so a read checks that what it fetched agrees:
+// which FerretDB lacks). The session document is read first, then the
+// messages (a batch is visible once its commit on the session document is,
+// so the messages must be read after it), and a read checks that what it
+// fetched agrees:
 //
 //   - A fetched document with a seq at or above the session document's
 //     _seq (a position no reservation it saw handed out) and another
@@ -153,6 +165,109 @@
 //
 // Both cases are rare, and both are tested by placing a clear or a replace
 // exactly between a read's two fetches.
+//
+// # Linearizability
+//
+// The Python SDK's numbering is kept: an append reserves its seqs with
+// $inc on _seq and stores the batch at _seq minus one. A reservation and
+// an insert are two round trips, so by themselves a batch reserved first
+// and inserted second would appear below one a reader had already seen as
+// the newest (Items [x0 b], then [x0 a b]). Appends of this package
+// therefore become visible at a commit, one update of the session
+// document, in seq order:
+//
+//  1. reserve the seqs (as the Python SDK does), listing the reservation,
+//     under the batch's future _id, in _resv;
+//  2. insert the batch with _c: 1; no reader shows it yet;
+//  3. commit: set _top to the batch's seq and drop the reservation from
+//     _resv, only if the generation is still the reservation's, _top is
+//     below the seq (no batch reserved later was committed first), the
+//     reservation is still listed, and the appends that were listed when
+//     it was made are not any more (they committed or gave up). An append
+//     waits for those up to 2 seconds, then commits anyway and moves the
+//     ones still listed to _abandoned in the same update (their writers
+//     most likely died between reservation and commit). A lost commit
+//     deletes the batch, drops the reservation and goes back to 1, so the
+//     batch lands above whatever a reader may have seen; the seqs it
+//     reserved stay unused (the Python SDK reads by seq and minds no gap).
+//
+// A read takes the session document, then the messages, and shows a
+// document with _c only when it is committed as of that session document:
+// its seq is at or below _top and its _id is neither in _resv nor in
+// _abandoned (a batch committed after the session document was read has a
+// seq above its _top: it is newer than the read). Documents without _c
+// (the Python SDK's, a replace's batch, markers) are shown as before. So an
+// append is visible to every read that begins after its commit, in seq
+// order, and never appears below an item already read; an append whose
+// commit failed was never acknowledged and was never shown. A writer that
+// dies between steps 1 and 3 leaves a reservation that holds the appends
+// reserved after it for at most 2 seconds, is abandoned by the next append
+// once 30 seconds old, and a batch nobody ever shows (the next
+// transition's garbage collection deletes it; a Python reader shows it
+// meanwhile). Nothing blocks a reader, and an acknowledged item never
+// disappears: a reservation is abandoned only while it is still listed,
+// that is, uncommitted.
+//
+// A pop is committed the same way: after reading the session document
+// and the newest documents, it records its choice (_popping: document,
+// record index, record count, generation) and adds one to _pops, only if
+// the generation, _top and _pops are as read; then it removes the record
+// from its document. A read that finds _popping hides that record while
+// the document still holds as many records as the pop saw, and the next
+// pop first applies the last one (conditionally: applying twice does
+// nothing), so a pop whose process died in between is completed. Two pops
+// never take the same record, and a pop takes the newest record at its
+// commit. Transitions (clear, replace) commit on the session document
+// already, and drop _resv, _abandoned and _popping, which concern the old
+// generation.
+//
+// This holds between writers of this package. The Python SDK's appends and
+// pops write the message documents directly: a Python batch is visible at
+// its insert (so two concurrent Python appends can still show the old
+// inversion), and a Python pop racing a Go pop may take a record Go has
+// already committed. Both remain safe in the sense that nothing is lost or
+// duplicated by Go's writes.
+//
+// # Versions
+//
+// HistoryVersion reads the session document and returns
+// "mongo1:GEN:SEQ:TOP:POPS:EXPIRED" (all 0 without one): every append
+// (reservation and commit), pop, clear, replace and expiry restart of this
+// package moves one of them, and so do the Python SDK's appends and
+// clears, and none ever comes back (_seq, _top and _pops only grow, and
+// every transition reserves a seq). A Python pop moves none: it writes
+// only a message document. ReplaceItemsIf checks the version, then runs a
+// replace whose commit (the switch of the generation) is conditioned on
+// _seq, _top, _pops and _expired_through being as its own reservation left
+// them, so an append, pop or transition landing in between makes it fail
+// with session.ErrHistoryChanged; the lost batch is deleted and no item is
+// written.
+//
+// # Servers and their guarantees
+//
+//   - MongoDB (standalone, replica set, sharded cluster): single-document
+//     updates are atomic, so every commit above is, and the guarantees of
+//     "Linearizability" hold, with write concern majority (the default)
+//     also across a primary failover. Supported.
+//   - FerretDB v1 with its PostgreSQL backend: NOT atomic by itself.
+//     FerretDB v1 runs an update or findAndModify as a read, an update
+//     applied in Go, and a write by _id, in separate statements, so
+//     concurrent updates of one document are lost on either backend (the
+//     tests measured 74 of 400 acknowledged $inc and 68 successful
+//     conditional pops of a 20-element array, TestServerAtomicity's
+//     races). Behind a proxy that runs the write commands of a collection
+//     one at a time (as the tests' server does, testservers'
+//     -serialize-writes) it is atomic per document (400 of 400, 20 of 20)
+//     and the guarantees above hold. Its jsonb storage cannot hold a
+//     string with NUL, so session ids and items containing \x00 fail.
+//     Supported for concurrent writers only behind such a serializer.
+//   - FerretDB v1 with its SQLite backend: not atomic either (counters of
+//     50 and 57 of 400, 119 to 169 pops of 20 in two runs,
+//     TestFerretDBSQLiteNotAtomic): concurrent writers of one session can
+//     be handed one seq twice, commit two batches at one _top, or pop one
+//     item twice. Unsupported for concurrent writers; a single writer per
+//     session is fine. The tests run it behind the same serializer, which
+//     makes it atomic per document like the PostgreSQL backend.
 //
 // # Checkpoints
 //
@@ -293,16 +408,18 @@
 //
 // # FerretDB
 //
-// The tests run against FerretDB v1.24 with its SQLite backend when no
-// MongoDB is at hand. It lacks TTL indexes (see "Expiry" for what that
+// The tests run against FerretDB v1.24 with its SQLite backend behind a
+// write serializer when no MongoDB is at hand (see "Servers and their
+// guarantees"). It lacks TTL indexes (see "Expiry" for what that
 // changes), pipeline updates, $lookup, projections on findAndModify and
-// $slice projections, none of which the package uses. Its single-document
-// updates are not atomic: concurrent findAndModify calls lose $inc
-// increments and can move a counter backwards, so concurrent writers of
-// one session can be handed one seq twice (both batches are kept, each
-// whole, in the server's order), and concurrent clears, replaces or pops
-// of one session are not safe on it; on MongoDB they are. Checkpoint saves
-// use no conditional update, and are safe on both (see "Checkpoints").
+// $slice projections, none of which the package uses. Without a
+// serializer its single-document updates are not atomic: concurrent
+// findAndModify calls lose $inc increments and can move a counter
+// backwards, so concurrent writers of one session can be handed one seq
+// twice (both batches are kept, each whole, in the server's order), and
+// concurrent appends, clears, replaces or pops of one session are not
+// safe on it; on MongoDB they are. Checkpoint saves use no conditional
+// update, and are safe on both (see "Checkpoints").
 //
 // The package carries three small guards for it, each named, tested on
 // the semantics MongoDB has as well, and harmless there:

@@ -28,7 +28,14 @@ const (
 	fPurgeBy          = "_purge_by"          // session (ours): an upper bound of every expires_at ever stamped on its messages
 	fExpiredThrough   = "_expired_through"   // session (ours): stamped messages with expires_at up to this are expired for good
 
+	fTop       = "_top"       // session (ours): the seq of the newest batch committed by an append of this package
+	fResv      = "_resv"      // session (ours): {hex _id: time} of appends reserved and not yet committed
+	fAbandoned = "_abandoned" // session (ours): {hex _id: true} of reservations given up on by others
+	fPops      = "_pops"      // session (ours): how many pops of this package were ever committed
+	fPopping   = "_popping"   // session (ours): the pop committed but maybe not yet applied to its document
+
 	fMsgSeq        = "seq"          // message: the 0-based position of the batch's last item
+	fMsgCommit     = "_c"           // message (ours): 1 on an append's batch, visible once committed
 	fMsgGeneration = "generation"   // message: the generation it belongs to
 	fMessageData   = "message_data" // message: array of item JSON strings (legacy: one string)
 )
@@ -43,6 +50,44 @@ type sessionDoc struct {
 	MessagesExpireAt *time.Time `bson:"messages_expire_at,omitempty"`
 	PurgeBy          *time.Time `bson:"_purge_by,omitempty"`
 	ExpiredThrough   *time.Time `bson:"_expired_through,omitempty"`
+	Top              int64      `bson:"_top"`
+	Pops             int64      `bson:"_pops"`
+	Resv             bson.Raw   `bson:"_resv,omitempty"`
+	Abandoned        bson.Raw   `bson:"_abandoned,omitempty"`
+	Popping          *popIntent `bson:"_popping,omitempty"`
+}
+
+// popIntent is a committed pop (see "Linearizability" in the package
+// documentation): record J of the message document ID, which held N
+// records in generation G when the pop chose it.
+type popIntent struct {
+	ID bson.RawValue `bson:"id"`
+	J  int64         `bson:"j"`
+	N  int64         `bson:"n"`
+	G  int64         `bson:"g"`
+}
+
+// committed reports whether the append's batch document with _id id and
+// seq seq is committed as of d: at or below _top, and neither reserved
+// still nor abandoned.
+func (d *sessionDoc) committed(id bson.RawValue, seq int64) bool {
+	if seq > d.Top {
+		return false
+	}
+	oid, ok := id.ObjectIDOK()
+	if !ok {
+		return false
+	}
+	return !listed(d.Resv, oid.Hex()) && !listed(d.Abandoned, oid.Hex())
+}
+
+// listed reports whether document doc has the key key.
+func listed(doc bson.Raw, key string) bool {
+	if doc == nil {
+		return false
+	}
+	_, err := doc.LookupErr(key)
+	return err == nil
 }
 
 // sessionProjection names the fields of sessionDoc.
@@ -56,6 +101,11 @@ var sessionProjection = bson.D{
 	{Key: fMessagesExpireAt, Value: 1},
 	{Key: fPurgeBy, Value: 1},
 	{Key: fExpiredThrough, Value: 1},
+	{Key: fTop, Value: 1},
+	{Key: fPops, Value: 1},
+	{Key: fResv, Value: 1},
+	{Key: fAbandoned, Value: 1},
+	{Key: fPopping, Value: 1},
 }
 
 // messageProjection names the fields of a message document the adapter
@@ -65,6 +115,7 @@ var messageProjection = bson.D{
 	{Key: fMsgGeneration, Value: 1},
 	{Key: fMessageData, Value: 1},
 	{Key: fExpiresAt, Value: 1},
+	{Key: fMsgCommit, Value: 1},
 }
 
 // expired reports whether the session document's expiry has passed. A
@@ -169,8 +220,8 @@ const (
 	bsonArrayElem   = 1 + bsonKeyOverhead + bsonDocOverhead // type byte, key terminator, array framing
 )
 
-// batchDocSize returns the exact encoded size of the batch document
-// buildBatchDoc makes, without building it.
+// batchDocSize returns the exact encoded size of an append's batch
+// document (with its _c field), without building it.
 func batchDocSize(id string, items []session.Item, withExpiry bool) int {
 	n := bsonDocOverhead
 	n += bsonOIDElem + len("_id") + bsonKeyOverhead
@@ -185,6 +236,7 @@ func batchDocSize(id string, items []session.Item, withExpiry bool) int {
 	if withExpiry {
 		n += bsonDateElem + len(fExpiresAt) + bsonKeyOverhead
 	}
+	n += 1 + 4 + len(fMsgCommit) + bsonKeyOverhead // _c, an int32
 	return n
 }
 
@@ -207,6 +259,7 @@ type batchDoc struct {
 	items   []session.Item
 	created time.Time
 	expires *time.Time // nil without a TTL
+	commit  int32      // _c: 0 (none), or 1 for an append's batch
 }
 
 // marshal encodes the document in the layout's field order.
@@ -225,6 +278,9 @@ func (b batchDoc) marshal() (bson.Raw, error) {
 	}
 	if b.expires != nil {
 		d = append(d, bson.E{Key: fExpiresAt, Value: *b.expires})
+	}
+	if b.commit != 0 {
+		d = append(d, bson.E{Key: fMsgCommit, Value: b.commit})
 	}
 	raw, err := bson.Marshal(d)
 	if err != nil {

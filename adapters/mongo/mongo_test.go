@@ -149,7 +149,7 @@ func (h *harness) OpenPeer(_ context.Context, id string) (session.Session, error
 }
 
 func (h *harness) Declared() session.Capabilities {
-	return session.Caps(session.CapLatest, session.CapReplace, session.CapTTL, session.CapCheckpoints)
+	return session.Caps(session.CapLatest, session.CapReplace, session.CapTTL, session.CapCheckpoints, session.CapVersionedReplace)
 }
 
 // RemoveSession deletes every document of the session (its checkpoints

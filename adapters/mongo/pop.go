@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"slices"
@@ -18,14 +19,16 @@ import (
 )
 
 // PopItem removes and returns the newest item. It reads the session
-// document (the generation) and the newest non-empty message documents,
-// at once (with a TTL, the session document first, refreshing its
-// expiry), and walks the current generation's records from the newest back
-// to the first one it can read; it then removes exactly that record with
-// one update conditioned on the document being as it was read (a $pop of
-// the last element, or, below records it cannot read, a $set of the array
-// without it), and returns it. Two round trips (three with a TTL); a lost
-// condition (a concurrent pop) starts over.
+// document (with a TTL, refreshing its expiry), then the newest non-empty
+// message documents, and walks the current generation's committed records
+// from the newest back to the first one it can read; it commits the pop of
+// exactly that record on the session document (conditioned on nothing
+// having been committed since the read), then removes it with one update
+// conditioned on the document being as it was read (a $pop of the last
+// element, or, below records it cannot read, a $set of the array without
+// it), and returns it. Four round trips; a lost commit (a concurrent
+// append or pop) starts over. See "Linearizability" in the package
+// documentation.
 //
 // A record it cannot read is never removed: it is reported through
 // OnCorrupt and kept byte for byte, and the pop takes the newest readable
@@ -54,16 +57,12 @@ const maxPopConflicts = 64
 
 func (s *Session) pop(ctx context.Context) (session.Item, bool, error) {
 	var (
-		sd   *sessionDoc
-		now  time.Time
-		docs []messageDoc // prefetched, of every generation
-		err  error
+		sd  *sessionDoc
+		now time.Time
+		err error
 	)
-	w := popWindow
 	if s.st.opts.TTL <= 0 {
-		// Nothing to refresh: read the session document and the newest
-		// documents at once (one round trip), as reads do.
-		sd, docs, err = s.popFetch(ctx, w)
+		sd, err = s.loadSession(ctx)
 		now = s.st.now()
 	} else {
 		sd, now, err = s.liveForWrite(ctx)
@@ -75,23 +74,28 @@ func (s *Session) pop(ctx context.Context) (session.Item, bool, error) {
 		// (Stamping an expired session's documents would hide them.)
 		defer s.afterWrite(ctx, sd, now)
 	}
+	w := popWindow
 	for unsettled, conflicts := 0, 0; unsettled < maxUnsettled && conflicts < maxPopConflicts; {
-		if docs == nil {
-			gen := sd.Generation
-			if docs, err = s.loadNonEmpty(ctx, &gen, w); err != nil {
-				return session.Item{}, false, err
-			}
+		gen := sd.Generation
+		docs, err := s.loadNonEmpty(ctx, &gen, w)
+		if err != nil {
+			return session.Item{}, false, err
 		}
-		d, j, bad := newestReadable(docs, sd, s.st.now(), s.id)
-		n := len(docs)
-		docs = nil
+		// The last pop may not be applied yet (its process may have died):
+		// apply it, so that this pop's commit, which replaces it, never
+		// brings its record back.
+		if err := s.applyPop(ctx, sd, nil, docs); err != nil {
+			return session.Item{}, false, err
+		}
+		d, j, bad := newestReadable(view(docs, sd), sd, s.st.now(), s.id)
 		if d == nil {
-			if n == w {
+			if len(docs) == w {
 				w = nextWindow(w)
 				continue
 			}
-			// Empty, unless a replace switched generations since the
-			// session document was read: look again.
+			// Empty, unless a transition switched generations (and may
+			// have collected documents) since the session document was
+			// read: look again.
 			sd2, err := s.loadSession(ctx)
 			if err != nil {
 				return session.Item{}, false, err
@@ -104,16 +108,26 @@ func (s *Session) pop(ctx context.Context) (session.Item, bool, error) {
 			unsettled++
 			continue
 		}
-		taken, err := s.take(ctx, d, j)
+		ok, err := s.commitPop(ctx, sd, d, j)
 		if err != nil {
 			return session.Item{}, false, err
 		}
-		if !taken {
+		if !ok {
+			// Something was committed since sd was read: choose again.
 			conflicts++
 			if err := backoff(ctx, conflicts); err != nil {
 				return session.Item{}, false, err
 			}
+			if sd, err = s.loadSession(ctx); err != nil || sd == nil {
+				return session.Item{}, false, err
+			}
 			continue
+		}
+		// Committed: the record is this pop's. Apply it to its document.
+		sd.Pops++
+		sd.Popping = &popIntent{ID: d.id, J: int64(j), N: int64(d.records()), G: gen}
+		if err := s.applyPop(ctx, sd, d, nil); err != nil {
+			slog.WarnContext(ctx, "mongo: a committed pop is not applied yet; the next pop applies it", "error", err)
 		}
 		s.report(ctx, bad)
 		it, _ := d.record(nil, s.id, j)
@@ -205,19 +219,6 @@ func (s *Session) take(ctx context.Context, d *messageDoc, j int) (bool, error) 
 		return false, fmt.Errorf("pop from a message document: %w", err)
 	}
 	return res.MatchedCount == 1 && res.ModifiedCount == 1, nil
-}
-
-// popFetch reads the session document and the newest w non-empty message
-// documents of every generation, concurrently.
-func (s *Session) popFetch(ctx context.Context, w int) (*sessionDoc, []messageDoc, error) {
-	sd, docs, err := s.alongSession(ctx, func() ([]messageDoc, error) { return s.loadNonEmpty(ctx, nil, w) })
-	if err != nil {
-		return nil, nil, err
-	}
-	if docs == nil {
-		docs = []messageDoc{}
-	}
-	return sd, docs, nil
 }
 
 // loadNonEmpty reads the newest w non-empty message documents of

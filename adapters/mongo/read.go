@@ -86,7 +86,10 @@ func (s *Session) read(ctx context.Context, n int) ([]session.Item, error) {
 	if n > 0 {
 		w = s.st.est.window(n)
 	}
-	sequential := false
+	// The session document first, then the messages: a batch is visible
+	// when its commit on the session document is (see view), so the
+	// messages must be read after it.
+	sequential, baseRetried := true, false
 	for unsettled := 0; unsettled < maxUnsettled; {
 		sd, docs, err := s.fetch(ctx, w, sequential)
 		if err != nil {
@@ -108,12 +111,13 @@ func (s *Session) read(ctx context.Context, n int) ([]session.Item, error) {
 				continue
 			}
 		}
-		if !sequential && baseMissing(docs, sd, w) {
-			sequential = true
+		if !baseRetried && baseMissing(docs, sd, w) {
+			// (Only a test's hook reads the messages first.)
+			baseRetried = true
 			unsettled++
 			continue
 		}
-		items, bad, walked := collect(docs, sd, s.st.now(), s.id, n)
+		items, bad, walked := collect(view(docs, sd), sd, s.st.now(), s.id, n)
 		if n > 0 && len(items) < n && len(docs) == w {
 			w = nextWindow(w)
 			continue

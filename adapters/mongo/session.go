@@ -24,10 +24,11 @@ type Session struct {
 }
 
 var (
-	_ session.LatestReader    = (*Session)(nil)
-	_ session.Replacer        = (*Session)(nil)
-	_ session.Expirer         = (*Session)(nil)
-	_ session.CheckpointStore = (*Session)(nil)
+	_ session.LatestReader      = (*Session)(nil)
+	_ session.Replacer          = (*Session)(nil)
+	_ session.Expirer           = (*Session)(nil)
+	_ session.CheckpointStore   = (*Session)(nil)
+	_ session.VersionedReplacer = (*Session)(nil)
 )
 
 // SessionID returns the session's id.

@@ -48,7 +48,7 @@ func (s *Session) Clear(ctx context.Context) error {
 		return fmt.Errorf("mongo: clear: %w", err)
 	}
 	for range maxReserveAttempts {
-		done, err := s.clearOnce(ctx)
+		done, err := s.clearOnce(ctx, nil)
 		if err != nil || done {
 			return err
 		}
@@ -61,7 +61,10 @@ func (s *Session) Clear(ctx context.Context) error {
 
 // clearOnce is one attempt of Clear; done is false when, with a TTL, the
 // session document exists but has expired (it is to be restarted first).
-func (s *Session) clearOnce(ctx context.Context) (done bool, err error) {
+// With want, the clear is conditional (ReplaceItemsIf with no items): it
+// commits only if the session document is exactly as want describes, and
+// otherwise fails with session.ErrHistoryChanged.
+func (s *Session) clearOnce(ctx context.Context, want *historyVersion) (done bool, err error) {
 	now := s.st.now()
 	set := bson.D{{Key: fUpdatedAt, Value: now}}
 	update := bson.D{
@@ -73,15 +76,28 @@ func (s *Session) clearOnce(ctx context.Context) (done bool, err error) {
 			bson.E{Key: fMessagesExpireAt, Value: s.st.messageExpiry(now)})
 		update = append(update, bson.E{Key: "$max", Value: bson.D{{Key: fPurgeBy, Value: s.st.messageExpiry(now)}}})
 	}
-	update = append(update, bson.E{Key: "$set", Value: set})
+	update = append(update, bson.E{Key: "$set", Value: set}, unsetInFlight)
 	filter := bson.D{byID(s.id)}
 	if s.st.opts.TTL > 0 {
 		filter = append(filter, liveClause(now))
+	}
+	if want != nil {
+		filter = append(filter, want.filter()...)
 	}
 	var sd sessionDoc
 	err = s.st.sessions.FindOneAndUpdate(ctx, filter, update,
 		options.FindOneAndUpdate().SetReturnDocument(options.After),
 	).Decode(&sd)
+	if errors.Is(err, mongodrv.ErrNoDocuments) && want != nil {
+		cur, err := s.loadSession(ctx)
+		if err != nil {
+			return false, err
+		}
+		if cur == nil && want.empty() {
+			return true, nil // no session: nothing to clear, as the version said
+		}
+		return false, session.ErrHistoryChanged
+	}
 	if errors.Is(err, mongodrv.ErrNoDocuments) {
 		if s.st.opts.TTL <= 0 {
 			return true, nil
@@ -124,7 +140,7 @@ func (s *Session) ReplaceItems(ctx context.Context, items []session.Item) error 
 		return fmt.Errorf("mongo: replace items: %w", err)
 	}
 	for range maxReplaceAttempts {
-		done, err := s.replaceOnce(ctx, items)
+		done, err := s.replaceOnce(ctx, items, nil)
 		if err != nil || done {
 			if err != nil {
 				return fmt.Errorf("mongo: replace items: %w", err)
@@ -135,15 +151,31 @@ func (s *Session) ReplaceItems(ctx context.Context, items []session.Item) error 
 	return fmt.Errorf("mongo: replace items: lost %d races with concurrent clears or replaces", maxReplaceAttempts)
 }
 
+// unsetInFlight drops, in a transition's commit, the old generation's
+// reservations (in flight or abandoned) and its last pop: none concerns
+// the new generation, whose documents are all newer.
+var unsetInFlight = bson.E{Key: "$unset", Value: bson.D{{Key: fResv, Value: ""}, {Key: fAbandoned, Value: ""}, {Key: fPopping, Value: ""}}}
+
 // testHookBeforeSwitch, when set by a test, runs between a replace's batch
 // insert and its switch, to lose the race on purpose.
 var testHookBeforeSwitch func(*Session)
 
 // replaceOnce makes one attempt; done is false when the switch was lost.
-func (s *Session) replaceOnce(ctx context.Context, items []session.Item) (done bool, err error) {
+// With want, the replace is conditional (ReplaceItemsIf): a reservation
+// that shows the history changed since want, or a lost switch, fails with
+// session.ErrHistoryChanged, and the switch also requires _seq, _top, _pops
+// and _expired_through to be as the reservation left them.
+func (s *Session) replaceOnce(ctx context.Context, items []session.Item, want *historyVersion) (done bool, err error) {
 	sd, now, err := s.reserve(ctx, int64(len(items)))
 	if err != nil {
 		return false, err
+	}
+	filter := bson.D{byID(s.id), generationIs(fGeneration, sd.Generation)}
+	if want != nil {
+		if !want.reservedBy(sd, int64(len(items))) {
+			return false, session.ErrHistoryChanged
+		}
+		filter = append(filter, want.unchangedSince(sd)...)
 	}
 	gen := newGeneration(sd.Generation)
 	baseID, err := s.insertDoc(ctx, sd, sd.batchSeq(), gen, items, now)
@@ -166,10 +198,11 @@ func (s *Session) replaceOnce(ctx context.Context, items []session.Item) (done b
 	}
 	var after sessionDoc
 	err = s.st.sessions.FindOneAndUpdate(ctx,
-		bson.D{byID(s.id), generationIs(fGeneration, sd.Generation)},
+		filter,
 		bson.D{
 			{Key: "$set", Value: set},
 			{Key: "$inc", Value: bson.D{{Key: fSeq, Value: int64(1)}}},
+			unsetInFlight,
 		},
 		options.FindOneAndUpdate().SetReturnDocument(options.After),
 	).Decode(&after)
@@ -197,6 +230,9 @@ func (s *Session) replaceOnce(ctx context.Context, items []session.Item) (done b
 		_, _ = s.st.messages.DeleteOne(cctx, bson.D{{Key: "_id", Value: baseID}, byID(s.id)})
 		cancel()
 		if errors.Is(err, mongodrv.ErrNoDocuments) {
+			if want != nil {
+				return false, session.ErrHistoryChanged
+			}
 			return false, nil
 		}
 		return false, fmt.Errorf("switch the generation: %w", err)

@@ -19,14 +19,19 @@ import (
 const maxReserveAttempts = 8
 
 // AddItems appends items as one atomic batch: one message document, so
-// that all of them land, contiguously and in order, or none do. It costs
-// two round trips: the reservation of a seq on the session document
-// (which also returns the current generation), then the insert.
+// that all of them land, contiguously and in order, or none do.
 //
 // A batch holding an invalid item is refused with an error wrapping
 // session.ErrInvalidItem, and one whose document would exceed the size
 // limit with an error wrapping session.ErrBatchTooLarge, both before
 // anything is written.
+//
+// The batch becomes visible at its commit, an update of the session
+// document that lands only if no batch reserved after it was committed
+// first (it then reserves again): readers never see a batch appear below
+// one they have already seen. Three round trips: reserve, insert
+// (hidden), commit, which first waits for the appends reserved before
+// it (see "Linearizability" in the package documentation).
 func (s *Session) AddItems(ctx context.Context, items []session.Item) error {
 	if err := driver.ValidateBatch(items); err != nil {
 		return err
@@ -43,11 +48,8 @@ func (s *Session) AddItems(ctx context.Context, items []session.Item) error {
 	if err := s.st.ensureIndexes(ctx); err != nil {
 		return fmt.Errorf("mongo: add items: %w", err)
 	}
-	sd, now, err := s.reserve(ctx, int64(len(items)))
+	sd, now, err := s.appendBatch(ctx, items)
 	if err != nil {
-		return fmt.Errorf("mongo: add items: %w", err)
-	}
-	if err := s.insertBatch(ctx, sd, sd.Generation, items, now); err != nil {
 		return fmt.Errorf("mongo: add items: %w", err)
 	}
 	s.st.est.observe(len(items), 1)
@@ -69,10 +71,20 @@ const maxSeqRegressions = 64
 // runs into the unique index: the session is then restarted (see restart)
 // and the reservation retried.
 func (s *Session) reserve(ctx context.Context, n int64) (*sessionDoc, time.Time, error) {
+	return s.reserveAs(ctx, n, bson.NilObjectID)
+}
+
+// reserveAs is reserve; an append passes a non-zero id, which the
+// reservation records in _resv (see "Linearizability" in the package
+// documentation) so that the appends reserved after it wait for its commit.
+func (s *Session) reserveAs(ctx context.Context, n int64, id bson.ObjectID) (*sessionDoc, time.Time, error) {
 	regressions := 0
 	for attempt := 0; attempt < maxReserveAttempts+regressions; attempt++ {
 		now := s.st.now()
 		set := bson.D{{Key: fUpdatedAt, Value: now}}
+		if !id.IsZero() {
+			set = append(set, bson.E{Key: fResv + "." + id.Hex(), Value: now})
+		}
 		onInsert := bson.D{{Key: fCreatedAt, Value: now}, {Key: fGeneration, Value: int64(0)}}
 		update := bson.D{
 			{Key: "$inc", Value: bson.D{{Key: fSeq, Value: n}}},
