@@ -28,12 +28,15 @@ import (
 // capability.
 const sharedScheme, plainScheme = "sessionctltest", "sessionctltest-plain"
 
+// noListScheme is the shared store without adapters.Lister.
+const noListScheme = "sessionctltest-nolist"
+
 var shared = struct {
 	sync.Mutex
 	stores map[string]*memory.Store
 }{stores: map[string]*memory.Store{}}
 
-type sharedOpener struct{ plain bool }
+type sharedOpener struct{ plain, noList bool }
 
 func (o sharedOpener) OpenStoreURL(_ context.Context, u *url.URL, _ adapters.Options) (adapters.Store, error) {
 	shared.Lock()
@@ -55,6 +58,9 @@ func (o sharedOpener) OpenStoreURL(_ context.Context, u *url.URL, _ adapters.Opt
 	}
 	if err != nil {
 		return nil, err
+	}
+	if o.noList {
+		return base, nil
 	}
 	return sharedStore{base, st}, nil
 }
@@ -90,6 +96,7 @@ func (p plainSession) ReplaceItems(ctx context.Context, items []session.Item) er
 func init() {
 	adapters.Register(sharedScheme, sharedOpener{})
 	adapters.Register(plainScheme, sharedOpener{plain: true})
+	adapters.Register(noListScheme, sharedOpener{noList: true})
 }
 
 var sharedN atomic.Int64
@@ -331,4 +338,17 @@ func TestMigrateReportsASourceThatChangedDuringTheCopy(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, out, "1 copied")
 	require.Equal(t, read(t, src, "s"), read(t, dst, "s"))
+}
+
+// A store that cannot list its sessions: an unknown id reads as an empty
+// session, and inspect and repair say so instead of refusing it.
+func TestUnknownIDOnAStoreThatCannotList(t *testing.T) {
+	dsn := fmt.Sprintf("%s://%s", noListScheme, t.Name())
+	code, out, stderr := sessionctl(t, "inspect", dsn, "s1")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, cannotListNote)
+	code, out, stderr = sessionctl(t, "repair", dsn, "s1")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, `session "s1" reads as empty `+cannotListNote)
+	require.Contains(t, out, "nothing to repair")
 }
