@@ -380,8 +380,11 @@ func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 	minWindow := int64(2)
 	if it, derr := driver.DecodeStoredString(first); derr == nil {
 		ok, err := s.popIf(wctx, []string{first})
-		if err != nil || ok {
-			return it, ok, err
+		if ok {
+			return it, true, err // err: popped, not acknowledged as asked
+		}
+		if err != nil {
+			return session.Item{}, false, err
 		}
 		minWindow = 1 // the records changed meanwhile: start over
 	}
