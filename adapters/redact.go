@@ -51,19 +51,22 @@ func redact(dsn string) (red string, secrets []string) {
 		query, frag = query[:h], query[h:]
 	}
 	var b strings.Builder
-	for n, param := range strings.FieldsFunc(query, func(r rune) bool { return r == '&' || r == ';' }) {
-		if n > 0 {
-			b.WriteByte('&')
+	for query != "" {
+		param := query
+		sep := strings.IndexAny(query, "&;")
+		if sep >= 0 {
+			param, query = query[:sep], query[sep:]
+		} else {
+			query = ""
 		}
-		k, v, ok := strings.Cut(param, "=")
-		if ok && v != "" && sensitive(k) {
+		if k, v, ok := strings.Cut(param, "="); ok && v != "" && sensitive(k) {
 			secrets = append(secrets, v)
-			v = mask
+			param = k + "=" + mask
 		}
-		b.WriteString(k)
-		if ok {
-			b.WriteByte('=')
-			b.WriteString(v)
+		b.WriteString(param)
+		if sep >= 0 {
+			b.WriteByte(query[0])
+			query = query[1:]
 		}
 	}
 	return head + rest[:q+1] + b.String() + frag, secrets

@@ -50,6 +50,15 @@ type TTLHarness interface {
 	MinTTL() time.Duration
 }
 
+// Closer is implemented by harnesses that can show a session after its
+// store was closed: OpenClosed returns a handle on session id in a store of
+// its own (same backend, same options) that it has already closed. The
+// clause core/after-close checks that every call on it fails with
+// session.ErrClosed; a harness that is not a Closer is not graded on it.
+type Closer interface {
+	OpenClosed(ctx context.Context, id string) (session.Session, error)
+}
+
 // Remover is implemented by harnesses whose store keeps a trace of a
 // cleared session: MongoDB keeps the session document, with the counters
 // Python's clear_session keeps. When a clause ends, the suite clears every

@@ -64,6 +64,23 @@ func newBroken(t *testing.T, name string, declared session.Capabilities, wrap fu
 }
 
 func (h *brokenHarness) Name() string { return h.name }
+
+// OpenClosed returns id in a memory store of its own, closed, through the
+// harness's wrapper (conformance.Closer).
+func (h *brokenHarness) OpenClosed(ctx context.Context, id string) (session.Session, error) {
+	st, err := adapters.OpenWith(ctx, "memory://", adapters.Options{})
+	if err != nil {
+		return nil, err
+	}
+	s, err := st.Session(id)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Close(); err != nil {
+		return nil, err
+	}
+	return h.wrap(s), nil
+}
 func (h *brokenHarness) Open(_ context.Context, id string) (session.Session, error) {
 	s, err := h.store.Session(id)
 	if err != nil {

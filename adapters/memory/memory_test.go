@@ -39,6 +39,16 @@ func newHarness() *harness {
 }
 
 func (h *harness) Name() string { return "memory" }
+
+// OpenClosed returns a handle on id in a store of its own, closed
+// (conformance.Closer).
+func (h *harness) OpenClosed(_ context.Context, id string) (session.Session, error) {
+	st := New(Options{})
+	if err := st.Close(); err != nil {
+		return nil, err
+	}
+	return st.Session(id)
+}
 func (h *harness) Open(_ context.Context, id string) (session.Session, error) {
 	return h.store.Session(id)
 }

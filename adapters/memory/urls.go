@@ -34,7 +34,7 @@ func (URLOpener) OpenStoreURL(_ context.Context, u *url.URL, o adapters.Options)
 		return nil, err
 	}
 	st := New(opts)
-	base, err := adapters.NewStore(st.Session, nil)
+	base, err := adapters.NewStore(st.Session, st.Close)
 	if err != nil {
 		return nil, err
 	}

@@ -79,6 +79,20 @@ type harness struct {
 }
 
 func (h *harness) Name() string { return "postgres" }
+
+// OpenClosed returns a handle on id in a Store of its own on the same
+// pool, closed (conformance.Closer).
+func (h *harness) OpenClosed(ctx context.Context, id string) (session.Session, error) {
+	st, err := OpenPool(ctx, h.store.pool, h.store.opts)
+	if err != nil {
+		return nil, err
+	}
+	s, err := st.Session(id)
+	if err != nil {
+		return nil, err
+	}
+	return s, st.Close()
+}
 func (h *harness) Open(_ context.Context, id string) (session.Session, error) {
 	return h.store.Session(id)
 }

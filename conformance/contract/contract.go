@@ -40,6 +40,7 @@ func Clauses() []suite.Clause {
 		base("ids/empty", clauseEmptyID),
 		base("corrupt/isolated", clauseCorrupt),
 		base("cancel/before-call", clauseCancelled),
+		{Name: "core/after-close", Group: suite.GroupBase, Hook: isCloser, Run: clauseAfterClose},
 		base("concurrency/two-handles", clauseConcurrentWriters),
 		base("capabilities/declared-implemented", clauseDeclaredImplemented),
 		base("capabilities/implemented-declared", clauseImplementedDeclared),

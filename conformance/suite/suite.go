@@ -84,7 +84,21 @@ type Clause struct {
 	// clause to check (Applies): the clause is skipped, and its group is
 	// graded without it.
 	Also session.Capability
+	// Hook, when set, says whether the harness has what the clause needs
+	// from it beyond sessions (Closer for the use-after-close clause). A
+	// harness without it is not graded on the clause: it is skipped as
+	// not applicable.
+	Hook func(Harness) bool
 	Run  func(c *C)
+}
+
+// NotApplicable starts the message of a clause skipped because the
+// harness lacks its Hook; grading leaves such a clause out.
+const NotApplicable = "not applicable: "
+
+// Closer is conformance.Closer.
+type Closer interface {
+	OpenClosed(ctx context.Context, id string) (session.Session, error)
 }
 
 // Applies reports whether the clause checks anything on a harness that
@@ -175,6 +189,9 @@ func Run(t *testing.T, h Harness, cs []Clause, opts Options) []Result {
 			if d := h.Declared(); !cl.Applies(d) {
 				rec.Skipf("%s", cl.skipReason(d))
 			}
+			if cl.Hook != nil && !cl.Hook(h) {
+				rec.Skipf("%sthe harness lacks what the clause needs", NotApplicable)
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), opts.timeout())
 			defer cancel()
 			c := newC(ctx, rec, h, opts.Namespace+cl.Name+":")
@@ -203,6 +220,10 @@ func Check(ctx context.Context, h Harness, cs []Clause, opts Options) []Result {
 			continue
 		case !cl.Applies(h.Declared()):
 			res.Status, res.Message = StatusSkip, cl.skipReason(h.Declared())
+			out = append(out, res)
+			continue
+		case cl.Hook != nil && !cl.Hook(h):
+			res.Status, res.Message = StatusSkip, NotApplicable+"the harness lacks what the clause needs"
 			out = append(out, res)
 			continue
 		}
