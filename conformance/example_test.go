@@ -45,6 +45,7 @@ func (h storeHarness) OpenTTL(ctx context.Context, id string, ttl time.Duration)
 	}
 	return st.Session(id)
 }
+
 // OpenClosed opens a store of its own from the URL and closes it
 // (conformance.Closer).
 func (h storeHarness) OpenClosed(ctx context.Context, id string) (session.Session, error) {
