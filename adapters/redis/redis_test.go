@@ -82,6 +82,20 @@ func newHarness(tb testing.TB, name string, mk func(testing.TB) goredis.Universa
 }
 
 func (h *harness) Name() string { return h.name }
+
+// OpenClosed returns a handle on id in a Store of its own on the same
+// client, closed (conformance.Closer).
+func (h *harness) OpenClosed(_ context.Context, id string) (session.Session, error) {
+	st, err := New(h.raw, h.opts)
+	if err != nil {
+		return nil, err
+	}
+	s, err := st.Session(id)
+	if err != nil {
+		return nil, err
+	}
+	return s, st.Close()
+}
 func (h *harness) Open(_ context.Context, id string) (session.Session, error) {
 	return h.store.Session(id)
 }
