@@ -279,4 +279,13 @@
 // it in place byte for byte, and reports them ("index -1 (from the end),
 // kept"); Python's pop_item, by contrast, removes an unreadable newest
 // record and returns None.
+//
+// # Logging
+//
+// go-redis logs to the process's stderr by default (a failed dial prints
+// "pool.go:770: redis: connection pool: failed to dial after 5 attempts"
+// on every retry). The first Open or New routes go-redis's logger, which is
+// one per process, to slog at Debug level: the same failures reach the
+// caller as errors. A program that wants another logger sets it with
+// goredis.SetLogger after that.
 package redis

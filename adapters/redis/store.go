@@ -32,6 +32,7 @@ type Store struct {
 // *goredis.ClusterClient, which also covers failover cluster clients, or a
 // *goredis.Ring) with an error wrapping ErrClusterLayout.
 func New(client goredis.UniversalClient, opts Options) (*Store, error) {
+	routeGoRedisLog()
 	if client == nil {
 		return nil, fmt.Errorf("%w: nil client", ErrInvalidOptions)
 	}

@@ -31,6 +31,7 @@ import (
 // go-redis's query parameters (dial_timeout, read_timeout, max_retries,
 // pool_size, ...): unknown parameters are an error.
 func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
+	routeGoRedisLog()
 	client, err := clientFromURL(rawURL, opts.TLSConfig)
 	if err != nil {
 		return nil, err
@@ -143,7 +144,7 @@ func clientFromURL(rawURL string, conf *tls.Config) (goredis.UniversalClient, er
 	case mode == "" && (base == "redis" || base == "rediss" || base == "unix"):
 		o, err := goredis.ParseURL(rawURL)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+			return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, goRedisError{err})
 		}
 		o.TLSConfig = withTLS(o.TLSConfig, conf)
 		return goredis.NewClient(o), nil
@@ -155,14 +156,14 @@ func clientFromURL(rawURL string, conf *tls.Config) (goredis.UniversalClient, er
 		if mode == "cluster" {
 			o, err := goredis.ParseClusterURL(u)
 			if err != nil {
-				return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+				return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, goRedisError{err})
 			}
 			o.TLSConfig = withTLS(o.TLSConfig, conf)
 			return goredis.NewClusterClient(o), nil
 		}
 		o, err := goredis.ParseFailoverURL(u)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+			return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, goRedisError{err})
 		}
 		if o.MasterName == "" {
 			return nil, fmt.Errorf("%w: a sentinel URL needs master_name=NAME", ErrInvalidOptions)
@@ -195,7 +196,7 @@ func seedURL(scheme, rest string) (string, error) {
 	}
 	u, err := url.Parse(scheme + "://" + userinfo + hosts[0] + tail)
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+		return "", fmt.Errorf("%w: %w", ErrInvalidOptions, goRedisError{err})
 	}
 	if len(hosts) > 1 {
 		q := u.Query()
