@@ -191,6 +191,11 @@
 //     batch lands above whatever a reader may have seen; the seqs it
 //     reserved stay unused (the Python SDK reads by seq and minds no gap).
 //
+// Within one Store, the appends to one session run one at a time (each
+// would wait for the commits of those reserved before it anyway, and a
+// wait in the process costs no round trip); across Stores and processes
+// they run concurrently and wait for each other as above.
+//
 // A read takes the session document, then the messages, and shows a
 // document with _c only when it is committed as of that session document:
 // its seq is at or below _top and its _id is neither in _resv nor in

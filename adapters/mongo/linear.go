@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -38,6 +40,11 @@ var errCommitLost = errors.New("commit a batch: lost too many races with concurr
 // appends reserved before it have committed (see "Linearizability" in the
 // package documentation).
 func (s *Session) appendBatch(ctx context.Context, items []session.Item) (*sessionDoc, time.Time, error) {
+	unlock, err := s.st.appends.lock(ctx, s.id)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	defer unlock()
 	for attempt := 0; attempt < maxCommitAttempts; attempt++ {
 		id := bson.NewObjectID()
 		sd, now, err := s.reserveAs(ctx, int64(len(items)), id)
@@ -93,6 +100,50 @@ func (s *Session) appendBatch(ctx context.Context, items []session.Item) (*sessi
 	return nil, time.Time{}, errCommitLost
 }
 
+// appendLocks runs the appends of one Store to one session one at a time:
+// each would wait for the commits of those reserved before it anyway (see
+// commitInOrder), and waiting in the process costs no round trip, where
+// a reservation waiting on the server keeps every later one waiting too.
+type appendLocks struct {
+	mu    sync.Mutex
+	locks map[string]*appendLock
+}
+
+type appendLock struct {
+	held chan struct{} // holds one token while an append runs
+	refs int           // guarded by appendLocks.mu
+}
+
+// lock takes the append lock of session id, or returns the context's
+// error, and returns its release.
+func (a *appendLocks) lock(ctx context.Context, id string) (func(), error) {
+	a.mu.Lock()
+	if a.locks == nil {
+		a.locks = map[string]*appendLock{}
+	}
+	l := a.locks[id]
+	if l == nil {
+		l = &appendLock{held: make(chan struct{}, 1)}
+		a.locks[id] = l
+	}
+	l.refs++
+	a.mu.Unlock()
+	deref := func() {
+		a.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(a.locks, id)
+		}
+		a.mu.Unlock()
+	}
+	select {
+	case l.held <- struct{}{}:
+		return func() { <-l.held; deref() }, nil
+	case <-ctx.Done():
+		deref()
+		return nil, ctx.Err()
+	}
+}
+
 // predecessors returns the appends reserved before the one sd's
 // reservation made (they were listed when it applied), except itself and
 // those older than staleReservation.
@@ -133,7 +184,7 @@ func (s *Session) commitInOrder(ctx context.Context, sd *sessionDoc, id bson.Obj
 			if err != nil || ok {
 				return ok, err
 			}
-		} else if err := backoff(ctx, tries); err != nil {
+		} else if err := pollWait(ctx, tries); err != nil {
 			return false, err
 		}
 		cur, err := s.loadSession(ctx)
@@ -153,6 +204,23 @@ func (s *Session) commitInOrder(ctx context.Context, sd *sessionDoc, id bson.Obj
 		if len(wait) > 0 && !s.st.now().Before(deadline) {
 			wait, abandon = nil, still
 		}
+	}
+}
+
+// pollWait waits a little before an append looks again whether the
+// appends reserved before it have committed: a quarter of a millisecond,
+// more after each look, at most two milliseconds, with jitter. (Each look
+// is a read; the wait is for another writer's two round trips.)
+func pollWait(ctx context.Context, tries int) error {
+	d := time.Duration(min(tries+1, 8)) * 250 * time.Microsecond
+	d += time.Duration(rand.Int64N(int64(d)))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 

@@ -23,7 +23,7 @@ func TestReservationOrderIsReadOrder(t *testing.T) {
 	ctx := context.Background()
 	st := newTestStore(t, Options{})
 	s := mustSession(t, st, "order")
-	other := mustSession(t, st, "order") // another handle, as another process
+	other := mustSession(t, peerStore(t, st), "order") // another process
 	require.NoError(t, s.AddItems(ctx, []session.Item{session.MustItem(`{"v":"x0"}`)}))
 
 	var seenBetween []string
@@ -50,6 +50,15 @@ func TestReservationOrderIsReadOrder(t *testing.T) {
 	latest, err := other.LatestItems(ctx, 1)
 	require.NoError(t, err)
 	require.Equal(t, []string{`{"v":"a"}`}, texts(latest))
+}
+
+// peerStore returns another Store, on its own client, on st's database:
+// another process.
+func peerStore(t *testing.T, st *Store) *Store {
+	t.Helper()
+	peer, err := New(newClient(t, nil), Options{Database: st.opts.Database})
+	require.NoError(t, err)
+	return peer
 }
 
 // TestWriterDiedBeforeCommit: a writer that dies between its insert and
@@ -110,6 +119,7 @@ func TestConcurrentMixed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	st := newTestStore(t, Options{})
+	stores := []*Store{st, peerStore(t, st)}
 	const workers, ops = 8, 12
 	var (
 		mu      sync.Mutex
@@ -121,7 +131,7 @@ func TestConcurrentMixed(t *testing.T) {
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
-			s := mustSession(t, st, "mixed") // a handle each, as separate processes
+			s := mustSession(t, stores[w%2], "mixed") // two processes
 			for i := range ops {
 				switch (w + i) % 6 {
 				case 0, 1:

@@ -40,6 +40,8 @@ type Store struct {
 	ttlErr  error // why the TTL indexes could not be created, if they could not
 
 	ckIdxDone bool // the checkpoints index is made (guarded by idxMu)
+
+	appends appendLocks // one append at a time per session id in this Store
 }
 
 // New returns a Store on client. The client stays the caller's: Close does
