@@ -145,6 +145,22 @@ func (h *Harness) Open(_ context.Context, id string) (session.Session, error) {
 	return h.open(h.store, id)
 }
 
+// OpenClosed returns a (wrapped) handle on session id in a store of its
+// own, opened from the same URL and closed (conformance.Closer). A
+// memory:// URL opens a new store: closing it closes nothing shared.
+func (h *Harness) OpenClosed(ctx context.Context, id string) (session.Session, error) {
+	st, err := adapters.Open(ctx, h.url)
+	if err != nil {
+		return nil, err
+	}
+	s, err := h.open(st, id)
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	return s, st.Close()
+}
+
 // OpenPeer returns a (wrapped) handle through the second client.
 func (h *Harness) OpenPeer(_ context.Context, id string) (session.Session, error) {
 	return h.open(h.peer, id)
