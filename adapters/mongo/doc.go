@@ -267,7 +267,7 @@
 //     string with NUL, so session ids and items containing \x00 fail.
 //     Supported for concurrent writers only behind such a serializer.
 //   - FerretDB v1 with its SQLite backend: not atomic either (counters of
-//     50 and 57 of 400, 119 to 169 pops of 20 in two runs,
+//     46 to 57 of 400, 119 to 177 pops of 20 in three runs,
 //     TestFerretDBSQLiteNotAtomic): concurrent writers of one session can
 //     be handed one seq twice, commit two batches at one _top, or pop one
 //     item twice. Unsupported for concurrent writers; a single writer per

@@ -104,6 +104,8 @@ func TestVersionedReplaceBesideAppends(t *testing.T) {
 			mu.Lock()
 			appended = append(appended, ack{texts(items)[0], began})
 			mu.Unlock()
+			time.Sleep(40 * time.Millisecond) // leave the replaces a chance to win
+
 		}
 	})
 	wins, losses := 0, 0
