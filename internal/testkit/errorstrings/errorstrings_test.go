@@ -43,9 +43,9 @@ func repeated(msg string) string {
 func TestRepeatedFinds(t *testing.T) {
 	for msg, want := range map[string]string{
 		"session: item 1 is not a JSON object: session: item is not a JSON object: invalid JSON": "session",
-		"open redis://h/0: redis: open redis://h/0: WRONGPASS":                                     "",
-		"redis: open: redis: dial":                                                                 "redis",
-		"sqlite: open \"x\": directory \"y\": no such file or directory":                           "",
+		"open redis://h/0: redis: open redis://h/0: WRONGPASS":                                   "",
+		"redis: open: redis: dial":                                       "redis",
+		"sqlite: open \"x\": directory \"y\": no such file or directory": "",
 	} {
 		if got := repeated(msg); got != want {
 			t.Errorf("repeated(%q) = %q, want %q", msg, got, want)
