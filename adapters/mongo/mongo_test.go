@@ -140,6 +140,20 @@ func newHarness(t *testing.T) *harness {
 
 func (h *harness) Name() string { return "mongo/" + testservers.MongoKind() }
 
+// OpenClosed returns a handle on id in a Store of its own on the same
+// client, closed (conformance.Closer).
+func (h *harness) OpenClosed(ctx context.Context, id string) (session.Session, error) {
+	st, err := New(h.raw, Options{Database: h.db})
+	if err != nil {
+		return nil, err
+	}
+	s, err := st.Session(id)
+	if err != nil {
+		return nil, err
+	}
+	return s, st.Close(ctx)
+}
+
 func (h *harness) Open(_ context.Context, id string) (session.Session, error) {
 	return h.st.Session(id)
 }
