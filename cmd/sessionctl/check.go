@@ -145,6 +145,21 @@ func (h *dsnHarness) OpenPeer(_ context.Context, id string) (session.Session, er
 }
 func (h *dsnHarness) Declared() session.Capabilities { return h.main.Declared() }
 
+// OpenClosed opens the URL once more, takes a handle on id and closes that
+// store (conformance.Closer): a check shows use after close too.
+func (h *dsnHarness) OpenClosed(ctx context.Context, id string) (session.Session, error) {
+	st, err := adapters.Open(ctx, h.dsn)
+	if err != nil {
+		return nil, err
+	}
+	s, err := st.Session(id)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return s, st.Close()
+}
+
 // AppendRaw writes a record the adapter would refuse, when the backend
 // allows it (driver.RawAppender).
 func (h *dsnHarness) AppendRaw(ctx context.Context, id string, raw []byte) error {

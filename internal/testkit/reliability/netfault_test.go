@@ -125,7 +125,16 @@ func TestNetworkFaults(t *testing.T) {
 				proxy.Once(faultproxy.LoseReply, carrying(tok))
 				err := s.AddItems(ctx, pair(t, tok))
 				require.Error(t, err, "the caller must learn the outcome is unknown")
-				require.Equal(t, 2, count(t, d, tok), "applied once: never resent behind the caller's back")
+				n := count(t, d, tok)
+				if b.name == "mongo" {
+					// The request carrying the batch inserts it uncommitted;
+					// a later update commits it (adapters/mongo: Linearizability).
+					// With that reply lost the append stops there: the batch is
+					// whole or absent, never twice.
+					require.Contains(t, []int{0, 2}, n, "whole or absent: never resent behind the caller's back")
+				} else {
+					require.Equal(t, 2, n, "applied once: never resent behind the caller's back")
+				}
 				report("lost-ack", 0, 0)
 			})
 			t.Run("cut-request/plain-append", func(t *testing.T) {

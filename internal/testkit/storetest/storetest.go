@@ -8,6 +8,7 @@ package storetest
 import (
 	"context"
 	"net/url"
+	"regexp"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -48,6 +49,26 @@ var unique atomic.Int64
 // Unique returns a name no other call in this process returns.
 func Unique(prefix string) string {
 	return prefix + strconv.FormatInt(time.Now().UnixNano()%1e10, 36) + "x" + strconv.FormatInt(unique.Add(1), 36)
+}
+
+// ContractOnly selects the contract's clauses (conformance.Options.Run):
+// the wrappers' suites run the held-write part over the Mongo-wire server
+// only in adapters/mongo, where it takes minutes (every abandoned
+// reservation a fault leaves holds the next append for its 2 s).
+var ContractOnly = regexp.MustCompile(`^(core|input|ids|corrupt|cancel|concurrency|capabilities|limit|replace|run-context|ttl|checkpoints|checkpoint-commit|versioned-replace)/`)
+
+// Options returns the conformance options a wrapper's suite uses on b:
+// on a Slow backend, the native contract alone.
+func Options(b Backend) conformance.Options {
+	if b.Slow {
+		return conformance.Options{NativeOnly: true, Run: ContractOnly}
+	}
+	return conformance.Options{}
+}
+
+// Graded reports whether a wrapper's suite grades part on b (see Options).
+func Graded(b Backend, part string) bool {
+	return part != conformance.PartContractHidden && (!b.Slow || part == conformance.PartContract)
 }
 
 // Backends lists every backend.

@@ -234,6 +234,8 @@ type recordingTB struct {
 	skipped, failed string
 }
 
+func (r *recordingTB) Name() string { return "recordingTB" }
+
 func (r *recordingTB) Helper()                           {}
 func (r *recordingTB) Skipf(format string, args ...any)  { r.skipped = format }
 func (r *recordingTB) Fatalf(format string, args ...any) { r.failed = format }
