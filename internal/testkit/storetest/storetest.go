@@ -8,8 +8,8 @@ package storetest
 import (
 	"context"
 	"net/url"
-	"regexp"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
