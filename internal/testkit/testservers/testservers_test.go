@@ -3,6 +3,8 @@ package testservers
 import (
 	"errors"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -242,11 +244,17 @@ func (r *recordingTB) Fatalf(format string, args ...any) { r.failed = format }
 
 func TestUnavailableSkipsOrFails(t *testing.T) {
 	t.Setenv(EnvRequireBackends, "")
+	skipLog := filepath.Join(t.TempDir(), "skipped")
+	t.Setenv(EnvSkipLog, skipLog)
 	var r recordingTB
 	unavailable(&r, "x", errors.New("no"))
 	if r.skipped == "" || r.failed != "" {
 		t.Fatalf("without %s: skipped=%q failed=%q, want a skip", EnvRequireBackends, r.skipped, r.failed)
 	}
+	if b, err := os.ReadFile(skipLog); err != nil || string(b) != "x\trecordingTB\n" {
+		t.Fatalf("the skip log holds %q (%v), want the skip noted for make test's summary", b, err)
+	}
+	t.Setenv(EnvSkipLog, "") // the recording TB's Fatalf returns: no note below
 	t.Setenv(EnvRequireBackends, "1")
 	r = recordingTB{}
 	unavailable(&r, "x", errors.New("no"))
