@@ -266,7 +266,10 @@ func TestTheSuiteCatchesBrokenAdapters(t *testing.T) {
 			return newBroken(t, "ignores-version", latestReplace|session.Caps(session.CapVersionedReplace), func(s session.Session) session.Session {
 				return replacesAnyVersion{std{plain{s}}, verPart{s.(session.VersionedReplacer)}}
 			})
-		}, []string{"versioned-replace/semantics", "versioned-replace/beside-writers"}, conformance.LevelBasePartial},
+			// semantics catches it every time; beside-writers, a race,
+			// in nearly every run (39 of 40 under -race), so it is not
+			// required here.
+		}, []string{"versioned-replace/semantics"}, conformance.LevelBasePartial},
 		{"declared but not implemented", func(t *testing.T) *brokenHarness {
 			return newBroken(t, "undeclared", session.Caps(session.CapReplace), func(s session.Session) session.Session { return plain{s} })
 		}, []string{"capabilities/declared-implemented"}, conformance.LevelNone},

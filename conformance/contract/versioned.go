@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/stretchr/testify/require"
 
@@ -61,8 +62,9 @@ func clauseVersionedSemantics(c *suite.C) {
 // Beside-writers shape: writers append this many batches while the
 // replacer rewrites the history with what it read, conditionally.
 const (
-	versionedWriters = 3
-	versionedBatches = 40
+	versionedWriters  = 3
+	versionedBatches  = 40
+	versionedAttempts = 30
 )
 
 // clauseVersionedBesideWriters is an operator's rewrite beside live
@@ -74,17 +76,24 @@ func clauseVersionedBesideWriters(c *suite.C) {
 	s := c.Open(id)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	var attempts atomic.Int64 // conditional replaces tried, for the writers' pace
+	var batches atomic.Int64
 	errs := make(chan error, versionedWriters+1)
 	for w := 0; w < versionedWriters; w++ {
 		p := c.OpenPeer(id)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for b := 0; b < versionedBatches; b++ {
+			// At least versionedBatches each, and on until the replacer
+			// has tried versionedAttempts rewrites beside them (bounded),
+			// so that a fast store's writers cannot finish before it
+			// starts.
+			for b := 0; b < versionedBatches || attempts.Load() < versionedAttempts && b < 20*versionedBatches; b++ {
 				if err := p.AddItems(c.Context(), numbered(fmt.Sprintf("w%d.%d", w, b), 2)); err != nil {
 					errs <- fmt.Errorf("writer %d batch %d: %w", w, b, err)
 					return
 				}
+				batches.Add(1)
 			}
 		}()
 	}
@@ -116,6 +125,7 @@ func clauseVersionedBesideWriters(c *suite.C) {
 				}
 				continue
 			}
+			attempts.Add(1)
 			switch err := session.ReplaceIf(c.Context(), s, v, items); {
 			case err == nil:
 				replaced++
@@ -135,6 +145,6 @@ func clauseVersionedBesideWriters(c *suite.C) {
 		c.Fatalf("%v", err)
 	}
 	got := all(c, s)
-	require.Len(c, got, versionedWriters*versionedBatches*2,
+	require.Len(c, got, int(batches.Load())*2,
 		"every acknowledged append survives the rewrites (%d replaced, %d refused)", replaced, refused)
 }
