@@ -17,7 +17,8 @@ const mask = "xxxxx"
 // name says it carries a credential (password, sentinel_password,
 // sslpassword, token, secret, key, AWS_SESSION_TOKEN inside
 // authMechanismProperties, and any unknown name holding pass, pwd,
-// secret, token, key, credential, auth or sig).
+// secret, token, key, credential, auth or sig; authSource, authMechanism
+// and key_prefix name no secret and are shown).
 //
 // It works on strings that do not parse as URLs too (a password with an
 // unescaped '%', ' ', '#', '/' or '@'): after the first "://", everything
@@ -96,7 +97,7 @@ func sensitive(name string) bool {
 	}
 	n := strings.NewReplacer("_", "", "-", "", ".", "").Replace(strings.ToLower(name))
 	switch n {
-	case "authsource", "authmechanism":
+	case "authsource", "authmechanism", "keyprefix":
 		return false
 	}
 	for _, w := range []string{"pass", "pwd", "secret", "token", "key", "credential", "auth", "sig"} {
