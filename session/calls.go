@@ -123,3 +123,48 @@ func ReplaceIf(ctx context.Context, s Session, version string, items []Item) err
 	}
 	return v.ReplaceItemsIf(ContextFor(ctx, s), version, items)
 }
+
+// ReadSince returns the items of s appended after cursor (the zero Cursor:
+// the whole history) and the cursor after them. It returns ErrCursorLost
+// when the history changed at or before cursor (see Follower).
+//
+// If s is not a Follower, ReadSince reads the whole history; its cursors
+// hold the number of items read and a digest of them, so a pop, clear or
+// replace below the cursor is still reported.
+func ReadSince(ctx context.Context, s Session, cursor Cursor) ([]Item, Cursor, error) {
+	if f, ok := s.(Follower); ok {
+		return f.ItemsSince(ContextFor(ctx, s), cursor)
+	}
+	n, sum, err := parseFallbackCursor(cursor)
+	if err != nil {
+		return nil, cursor, err
+	}
+	items, err := s.Items(ContextFor(ctx, s))
+	if err != nil {
+		return nil, cursor, err
+	}
+	if len(items) < n || fallbackSum(items[:n]) != sum {
+		return nil, cursor, ErrCursorLost
+	}
+	if len(items) == n {
+		return nil, cursor, nil
+	}
+	return items[n:], fallbackCursor(items), nil
+}
+
+// AppendOnce appends items to s as one batch unless a batch with opID was
+// already appended, and reports whether this call appended (see
+// OnceAppender). It returns ErrUnsupported if s is not a OnceAppender.
+func AppendOnce(ctx context.Context, s Session, opID string, items []Item) (bool, error) {
+	if opID == "" {
+		return false, ErrInvalidOperationID
+	}
+	if err := validateBatch(items); err != nil {
+		return false, err
+	}
+	o, ok := s.(OnceAppender)
+	if !ok {
+		return false, fmt.Errorf("%w: the session cannot append at most once", ErrUnsupported)
+	}
+	return o.AddItemsOnce(ContextFor(ctx, s), opID, items)
+}

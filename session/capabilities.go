@@ -150,6 +150,8 @@ const (
 	CapCheckpoints                               // CheckpointStore
 	CapCheckpointCommit                          // CheckpointCommitter
 	CapVersionedReplace                          // VersionedReplacer
+	CapFollow                                    // Follower
+	CapAppendOnce                                // OnceAppender
 )
 
 var capabilityNames = []struct {
@@ -166,6 +168,8 @@ var capabilityNames = []struct {
 	{CapCheckpoints, "checkpoints"},
 	{CapCheckpointCommit, "checkpoint-commit"},
 	{CapVersionedReplace, "versioned-replace"},
+	{CapFollow, "follow"},
+	{CapAppendOnce, "append-once"},
 }
 
 // Capabilities is a set of capabilities.
@@ -248,6 +252,12 @@ func Probe(s Session) Capabilities {
 	}
 	if _, ok := s.(VersionedReplacer); ok {
 		c |= Capabilities(CapVersionedReplace)
+	}
+	if _, ok := s.(Follower); ok {
+		c |= Capabilities(CapFollow)
+	}
+	if _, ok := s.(OnceAppender); ok {
+		c |= Capabilities(CapAppendOnce)
 	}
 	return c
 }
