@@ -108,10 +108,11 @@
 // nothing written (with a TTL, an append's MULTI/EXEC still refreshes the
 // expiry of the session's keys), or (the metadata of a session whose list
 // exists, which an append does not touch) is left as it is. Write commands (RPUSHX, the
-// scripts) are sent with go-redis's
+// scripts, Clear's and RemoveSession's DEL) are sent with go-redis's
 // NoRetry: go-redis otherwise resends a command after some network errors
-// even when the server may have run it, which would append a batch twice
-// or drop a popped item. Such an error reaches the caller, and the batch
+// even when the server may have run it, which would append a batch twice,
+// drop a popped item, or delete what other clients appended between the
+// two DELs. Such an error reaches the caller, and the batch
 // may or may not have been stored (never in part). A mutation that has
 // been sent runs to completion even if its context is cancelled meanwhile.
 //

@@ -358,7 +358,7 @@ func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 		if derr != nil {
 			// The server's check and the client's disagree: put the
 			// record back on top, and say so.
-			perr := s.st.client.RPush(wctx, s.keys[0], r).Err()
+			perr := sendOnce(wctx, s.st.client, "rpush", s.keys[0], r).Err()
 			return session.Item{}, false, fmt.Errorf("redis: pop from session %q: the server popped a record the client cannot read (%v); pushed back: %v", s.id, derr, perr)
 		}
 		if err != nil {
@@ -479,10 +479,8 @@ func (s *Session) Clear(ctx context.Context) error {
 	}
 	wctx := context.WithoutCancel(ctx)
 	err := s.st.write(wctx, s.keys[0], func(p processor) (bool, error) {
-		cmd := goredis.NewIntCmd(wctx, delArgs(s.keys)...)
-		cmd.SetFirstKeyPos(1)
-		_ = p.Process(wctx, cmd)
-		return cmd.Err() == nil, cmd.Err()
+		err := sendOnce(wctx, p, delArgs(s.keys)...).Err()
+		return err == nil, err
 	})
 	if err != nil {
 		return fmt.Errorf("redis: clear session %q: %w", s.id, err)
@@ -517,6 +515,17 @@ func (s *Session) ReplaceItems(ctx context.Context, items []session.Item) error 
 		return fmt.Errorf("redis: replace session %q: %w", s.id, err)
 	}
 	return nil
+}
+
+// sendOnce sends the command args, whose first argument is a key, through
+// p at most once (see once) and returns it: a DEL or RPUSH that go-redis
+// resent after a lost reply would act twice, deleting or duplicating what
+// other clients wrote in between.
+func sendOnce(ctx context.Context, p processor, args ...any) *goredis.IntCmd {
+	cmd := goredis.NewIntCmd(ctx, args...)
+	cmd.SetFirstKeyPos(1)
+	_ = p.Process(ctx, onceInt{cmd})
+	return cmd
 }
 
 // delArgs returns the arguments of DEL of keys.

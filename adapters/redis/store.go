@@ -103,7 +103,7 @@ func (st *Store) RemoveSession(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if err := st.client.Del(context.WithoutCancel(ctx), s.all...).Err(); err != nil {
+	if err := sendOnce(context.WithoutCancel(ctx), st.client, delArgs(s.all)...).Err(); err != nil {
 		return fmt.Errorf("redis: remove session %q: %w", id, err)
 	}
 	return nil

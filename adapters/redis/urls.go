@@ -142,7 +142,7 @@ func (s *urlStore) AppendRaw(ctx context.Context, id string, raw []byte) error {
 	if err != nil {
 		return err
 	}
-	return s.st.client.RPush(ctx, h.keys[0], raw).Err()
+	return sendOnce(ctx, s.st.client, "rpush", h.keys[0], raw).Err()
 }
 
 // listSessions scans every primary for the layout's item lists.
