@@ -226,6 +226,12 @@
 // already, and drop _resv, _abandoned and _popping, which concern the old
 // generation.
 //
+// A commit that fails with a network error or a timeout (the update may
+// have been applied and its reply lost), a cancelled context or a write
+// concern error makes the call's error wrap session.ErrOutcomeUnknown: the
+// append, pop or clear may or may not have happened. Other failures (the
+// server's refusal, or any step before the commit) mean it did not.
+//
 // This holds between writers of this package. The Python SDK's appends and
 // pops write the message documents directly: a Python batch is visible at
 // its insert (so two concurrent Python appends can still show the old

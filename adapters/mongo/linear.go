@@ -253,7 +253,7 @@ func (s *Session) commitBatch(ctx context.Context, sd *sessionDoc, id bson.Objec
 	}
 	res, err := s.st.sessions.UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: set}, {Key: "$unset", Value: unset}})
 	if err != nil {
-		return false, err
+		return false, committing(err)
 	}
 	return res.MatchedCount == 1, nil
 }
@@ -348,7 +348,7 @@ func (s *Session) commitPop(ctx context.Context, sd *sessionDoc, d *messageDoc, 
 			{Key: "$inc", Value: bson.D{{Key: fPops, Value: int64(1)}}},
 		})
 	if err != nil {
-		return false, fmt.Errorf("commit the pop: %w", err)
+		return false, fmt.Errorf("commit the pop: %w", committing(err))
 	}
 	return res.MatchedCount == 1, nil
 }

@@ -109,7 +109,7 @@ func (s *Session) clearOnce(ctx context.Context, want *historyVersion) (done boo
 		return cur == nil, nil // no session: nothing to clear
 	}
 	if err != nil {
-		return false, fmt.Errorf("mongo: clear: %w", err)
+		return false, fmt.Errorf("mongo: clear: %w", committing(err))
 	}
 	s.sweep(ctx, &sd, now)
 	return true, nil
