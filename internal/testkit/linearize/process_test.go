@@ -25,8 +25,8 @@ const (
 
 // TestChildProcess is one of the processes of a multi-process campaign:
 // it opens the store, says READY, and for each line "RUN <id> <ops>
-// <seed>" on stdin records a history on session id with its clients and
-// writes it as one line "OPS <json>".
+// <seed> <pace>" on stdin records a history on session id with its
+// clients and writes it as one line "OPS <json>".
 func TestChildProcess(t *testing.T) {
 	dsn := os.Getenv(envChildDSN)
 	if dsn == "" {
@@ -50,14 +50,15 @@ func TestChildProcess(t *testing.T) {
 		var id string
 		var ops int
 		var seed uint64
-		if _, err := fmt.Sscanf(in.Text(), "RUN %s %d %d", &id, &ops, &seed); err != nil {
+		var pace float64
+		if _, err := fmt.Sscanf(in.Text(), "RUN %s %d %d %g", &id, &ops, &seed, &pace); err != nil {
 			t.Fatalf("bad command %q: %v", in.Text(), err)
 		}
 		s, err := st.Session(id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		h := Record(ctx, s, Config{Clients: clients, FirstClient: first, Ops: ops, Seed: seed})
+		h := Record(ctx, s, Config{Clients: clients, FirstClient: first, Ops: ops, Seed: seed, Pace: pace})
 		b, err := json.Marshal(h)
 		if err != nil {
 			t.Fatal(err)
@@ -145,7 +146,7 @@ func processes(t *testing.T, dsn string, procs, clients int) recordFunc {
 	}
 	return func(t *testing.T, id string, cfg Config) (History, int) {
 		for p, c := range children {
-			if _, err := fmt.Fprintf(c.stdin, "RUN %s %d %d\n", id, cfg.Ops, cfg.Seed+uint64(p)); err != nil {
+			if _, err := fmt.Fprintf(c.stdin, "RUN %s %d %d %g\n", id, cfg.Ops, cfg.Seed+uint64(p), cfg.Pace); err != nil {
 				t.Fatalf("child process: %v", err)
 			}
 		}
