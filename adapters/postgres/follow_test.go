@@ -202,6 +202,8 @@ func TestItemsSinceUsesIndex(t *testing.T) {
 	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT to_char(created_at, '`+cursorTimeFormat+`') FROM `+st.q.messages+` WHERE id = 9996`).Scan(&at))
 	got, _ := since(t, s, formatCursor("s7", position{rID: 9996, rAt: at, xID: 9996, xAt: at}))
 	require.Equal(t, strs(all[9996:]), got, "the newest 4, in Items' order")
+	got, _ = since(t, s, "")
+	require.Equal(t, strs(all), got, "the whole history from the zero cursor, page after page")
 }
 
 // TestFollowBesideGoWriters: a follower polling while writers of two

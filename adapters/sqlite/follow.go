@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"slices"
 	"strconv"
@@ -34,12 +33,12 @@ var _ session.Follower = (*Session)(nil)
 
 // followQueries are the statements of ItemsSince.
 type followQueries struct {
-	since    string // (order, id, message_data) of the rows from ?2 on, oldest first
-	advanced bool   // cursors carry sequence numbers (a1:)
+	since    string // (id, message_data) of the rows from ?2 on, oldest first; advanced: (order, id, message_data)
+	advanced bool   // rows are ordered by sequence number, which cursors carry (a1:)
 }
 
 func newFollowQueries(messages string) followQueries {
-	return followQueries{since: `SELECT id, id, message_data FROM ` + quote(messages) + ` WHERE session_id = ?1 AND id >= ?2 ORDER BY id ASC`}
+	return followQueries{since: `SELECT id, message_data FROM ` + quote(messages) + ` WHERE session_id = ?1 AND id >= ?2 ORDER BY id ASC`}
 }
 
 // position is what a cursor holds: r (order key and row id) and x (order
@@ -56,9 +55,16 @@ const (
 // sessionTag names the session in its cursors, so that a cursor another
 // session returned is refused rather than read as this one's.
 func sessionTag(id string) string {
-	h := fnv.New32a()
-	h.Write([]byte(id))
-	return fmt.Sprintf("%08x", h.Sum32())
+	h := uint32(2166136261) // FNV-1a, 32 bits
+	for i := 0; i < len(id); i++ {
+		h = (h ^ uint32(id[i])) * 16777619
+	}
+	const digits = "0123456789abcdef"
+	var b [8]byte
+	for i := range b {
+		b[7-i] = digits[h>>(4*i)&0xf]
+	}
+	return string(b[:])
 }
 
 func (q *followQueries) format(id string, p position) session.Cursor {
@@ -155,7 +161,14 @@ func (s *Session) since(ctx context.Context, d *decoder, p position, from int64)
 	check := p.r != 0
 	for rows.Next() {
 		var order, id int64
-		if err := rows.Scan(&order, &id, &d.raw); err != nil {
+		var err error
+		if s.st.q.fq.advanced {
+			err = rows.Scan(&order, &id, &d.raw)
+		} else {
+			err = rows.Scan(&id, &d.raw)
+			order = id
+		}
+		if err != nil {
 			rows.Close()
 			return p, false, err
 		}
