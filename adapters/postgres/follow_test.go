@@ -410,3 +410,36 @@ func TestOperationsTable(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 }
+
+// TestFollowBesidePythonLateCommit pins what the package documentation
+// says a follower may miss: a Python batch (created_at from its
+// transaction's start) that commits after a follower read past that time
+// sorts before the cursor. The follower is not told (nothing it read was
+// removed); Items and the zero cursor show the row, before the Go batch.
+func TestFollowBesidePythonLateCommit(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, Options{})
+	s, _ := st.Session("late")
+	require.NoError(t, s.AddItems(ctx, numbered("go", 0, 1)))
+	py := connect(t)
+	tx, err := py.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, `SELECT CURRENT_TIMESTAMP`) // the transaction, and its timestamp, begin
+	require.NoError(t, err)
+
+	require.NoError(t, s.AddItems(ctx, numbered("go", 1, 2)))
+	got, c := since(t, s, "")
+	require.Equal(t, strs(numbered("go", 0, 2)), got)
+	_, err = tx.Exec(ctx, `INSERT INTO `+st.q.messages+` (session_id, message_data) VALUES ('late', '{"n":"python"}')`)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctx))
+
+	got, _ = since(t, s, c)
+	require.Empty(t, got, "the late Python row sorts before the cursor")
+	all, err := s.Items(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{`{"n":"go-0"}`, `{"n":"python"}`, `{"n":"go-1"}`}, strs(all))
+	got, _ = since(t, s, "")
+	require.Equal(t, strs(all), got)
+}
