@@ -325,7 +325,8 @@ func TestAddItemsOnceFailedBatch(t *testing.T) {
 
 // TestOperationsTable: the table is created with the others, named after
 // the messages table, and in a database whose other tables exist; a
-// read-only store creates nothing and refuses AddItemsOnce.
+// read-only store, or one with SkipCreateTables, creates nothing and
+// refuses AddItemsOnce.
 func TestOperationsTable(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
@@ -341,6 +342,13 @@ func TestOperationsTable(t *testing.T) {
 	_, err = s.AddItemsOnce(ctx, "op", numbered("v", 1))
 	require.ErrorIs(t, err, ErrReadOnly)
 	require.False(t, tableOf(t, f.st, "agent_messages_operations"), "read-only created nothing")
+	skip := openStore(t, f.path, Options{SkipCreateTables: true})
+	s, err = skip.Session("x")
+	require.NoError(t, err)
+	_, err = s.AddItemsOnce(ctx, "op", numbered("v", 1))
+	require.ErrorIs(t, err, ErrNoSchema)
+	require.Empty(t, rawRows(t, f.st, "x"), "nothing of the batch either")
+	require.False(t, tableOf(t, f.st, "agent_messages_operations"), "SkipCreateTables created nothing")
 	again := openStore(t, f.path, Options{})
 	require.True(t, tableOf(t, again, "agent_messages_operations"), "a read-write open creates it beside the others")
 }
