@@ -32,7 +32,7 @@ func ExampleOpen() {
 	items, _ := s.Items(ctx)
 	ids, _ := st.(adapters.Lister).ListSessions(ctx)
 	fmt.Println(len(items), ids, st.Declared())
-	// Output: 1 [user-42] latest,replace,ttl,checkpoints,checkpoint-commit,versioned-replace
+	// Output: 1 [user-42] latest,replace,ttl,checkpoints,checkpoint-commit,versioned-replace,follow,append-once
 }
 
 // Every option is applied or refused; a ';' is refused, not dropped.

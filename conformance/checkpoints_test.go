@@ -53,10 +53,13 @@ type refCkpt struct {
 	ckptPart
 }
 
-// refFull is refCkpt with a VersionedReplacer: every capability graded.
+// refFull is refCkpt with a VersionedReplacer, a Follower and a
+// OnceAppender: every capability graded.
 type refFull struct {
 	refCkpt
 	verPart
+	folPart
+	oncePart
 }
 
 // verPart is the reference adapter's VersionedReplacer.

@@ -51,7 +51,7 @@ func TestCheckLeavesTheStoreAsItWas(t *testing.T) {
 		mu     sync.Mutex
 		probes = map[string]bool{}
 	)
-	h := newBroken(t, "memory with users' sessions", latestReplace|session.Caps(session.CapTTL, session.CapVersionedReplace)|checkpointCaps, func(s session.Session) session.Session {
+	h := newBroken(t, "memory with users' sessions", latestReplace|session.Caps(session.CapTTL, session.CapVersionedReplace, session.CapFollow, session.CapAppendOnce)|checkpointCaps, func(s session.Session) session.Session {
 		mu.Lock()
 		probes[s.SessionID()] = true
 		mu.Unlock()

@@ -92,6 +92,14 @@ func (h *brokenHarness) OpenPeer(ctx context.Context, id string) (session.Sessio
 	return h.Open(ctx, id)
 }
 func (h *brokenHarness) Declared() session.Capabilities { return h.declared }
+
+// RemoveSession removes what a clause left in the memory store, operation
+// ids included (conformance.Remover).
+func (h *brokenHarness) RemoveSession(ctx context.Context, id string) error {
+	return h.store.(interface {
+		RemoveSession(ctx context.Context, id string) error
+	}).RemoveSession(ctx, id)
+}
 func (h *brokenHarness) AppendRaw(ctx context.Context, id string, b []byte) error {
 	if h.raw != nil {
 		return h.raw(ctx, id, b)
@@ -270,6 +278,17 @@ func TestTheSuiteCatchesBrokenAdapters(t *testing.T) {
 			// in nearly every run (39 of 40 under -race), so it is not
 			// required here.
 		}, []string{"versioned-replace/semantics"}, conformance.LevelBasePartial},
+		{"a follower counts items, blind to a pop then an append", func(t *testing.T) *brokenHarness {
+			return newBroken(t, "counts-items", latestReplace|session.Caps(session.CapFollow), func(s session.Session) session.Session {
+				return countsItems{std{plain{s}}}
+			})
+		}, []string{"follow/semantics"}, conformance.LevelBasePartial},
+		{"operation ids forgotten on a clear", func(t *testing.T) *brokenHarness {
+			ops := &onceLog{ids: map[string]bool{}}
+			return newBroken(t, "forgets-on-clear", latestReplace|session.Caps(session.CapAppendOnce), func(s session.Session) session.Session {
+				return forgetsOnClear{std{plain{s}}, ops}
+			})
+		}, []string{"append-once/semantics"}, conformance.LevelBasePartial},
 		{"declared but not implemented", func(t *testing.T) *brokenHarness {
 			return newBroken(t, "undeclared", session.Caps(session.CapReplace), func(s session.Session) session.Session { return plain{s} })
 		}, []string{"capabilities/declared-implemented"}, conformance.LevelNone},
@@ -380,18 +399,18 @@ func (s stopsAtCorrupt) Items(ctx context.Context) ([]session.Item, error) {
 }
 
 // contractOnly selects the contract's clauses.
-var contractOnly = regexp.MustCompile(`^(core|input|ids|corrupt|cancel|concurrency|capabilities|limit|replace|run-context|ttl|checkpoints|checkpoint-commit|versioned-replace)/`)
+var contractOnly = regexp.MustCompile(`^(core|input|ids|corrupt|cancel|concurrency|capabilities|limit|replace|run-context|ttl|checkpoints|checkpoint-commit|versioned-replace|follow|append-once)/`)
 
 // TestCheckGradesTheReferenceAdapterFull runs the whole suite, every part,
 // on a sound adapter declaring every capability the contract grades.
 func TestCheckGradesTheReferenceAdapterFull(t *testing.T) {
-	h := newBroken(t, "reference", latestReplace|session.Caps(session.CapRunContext, session.CapTTL, session.CapVersionedReplace)|checkpointCaps,
-		func(s session.Session) session.Session {
-			return refFull{refCkpt{awareTTL{aware{std{plain{s}}}, nil}, ckptPart{committer(s)}}, verPart{s.(session.VersionedReplacer)}}
-		})
-	h.wrapTTL = func(s session.Session, _ time.Duration) session.Session {
-		return refFull{refCkpt{awareTTL{aware{std{plain{s}}}, s.(session.Expirer)}, ckptPart{committer(s)}}, verPart{s.(session.VersionedReplacer)}}
+	full := func(s session.Session, e session.Expirer) session.Session {
+		return refFull{refCkpt{awareTTL{aware{std{plain{s}}}, e}, ckptPart{committer(s)}},
+			verPart{s.(session.VersionedReplacer)}, folPart{s.(session.Follower)}, oncePart{s.(session.OnceAppender)}}
 	}
+	h := newBroken(t, "reference", latestReplace|session.Caps(session.CapRunContext, session.CapTTL, session.CapVersionedReplace, session.CapFollow, session.CapAppendOnce)|checkpointCaps,
+		func(s session.Session) session.Session { return full(s, nil) })
+	h.wrapTTL = func(s session.Session, _ time.Duration) session.Session { return full(s, s.(session.Expirer)) }
 	rep := conformance.Check(context.Background(), h, conformance.Options{})
 	require.True(t, rep.OK(), rep.Summary())
 	require.Equal(t, conformance.LevelFull, rep.Level, rep.Summary())

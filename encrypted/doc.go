@@ -38,7 +38,9 @@
 //
 // The wrapper keeps the wrapped session's capabilities: latest-N reads and
 // replace stay what the backend makes them (O(limit), atomic), expiry passes
-// through, and the run context and id-insensitivity answers are the wrapped
+// through, following reads only what is new (cursors are the backend's, over
+// the envelopes it stores), appends keyed by an operation id stay at most
+// once, and the run context and id-insensitivity answers are the wrapped
 // session's. Compaction does not pass through: a backend would compact
 // ciphertext.
 package encrypted

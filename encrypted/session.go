@@ -27,9 +27,9 @@ type Options struct {
 
 // New returns a Session that encrypts every item it writes to inner and
 // decrypts every item it reads, with the keys of opts derived for inner's
-// session id. The result has exactly inner's latest-N, replace, expiry
-// and checkpoint capabilities; checkpoint documents are encrypted like
-// items.
+// session id. The result has exactly inner's latest-N, replace, expiry,
+// checkpoint, follow and append-once capabilities; checkpoint documents
+// are encrypted like items.
 func New(inner session.Session, opts Options) (session.Session, error) {
 	if inner == nil {
 		return nil, errors.New("encrypted: nil session")
@@ -76,6 +76,12 @@ func New(inner session.Session, opts Options) (session.Session, error) {
 	}
 	if p.Commit != nil {
 		p.Commit = s.appendWithCheckpoint
+	}
+	if p.Follow != nil {
+		p.Follow = s.itemsSince
+	}
+	if p.Once != nil {
+		p.Once = s.addItemsOnce
 	}
 	return capwrap.Compose(s, p), nil
 }

@@ -44,7 +44,7 @@ func Example() {
 	// latest 2: function_call function_call_output
 	// popped: true {"type":"function_call_output","call_id":"c1","output":"18°C"}
 	// left: 2 items
-	// capabilities: latest,replace,ttl,checkpoints,checkpoint-commit,versioned-replace
+	// capabilities: latest,replace,ttl,checkpoints,checkpoint-commit,versioned-replace,follow,append-once
 	// session: item 1 is not a JSON object: not an object
 	// true
 }

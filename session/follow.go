@@ -17,15 +17,27 @@ type Cursor string
 // cursor, or a clear or a replace rewrote the history since the cursor was
 // returned. Nothing is read; the reader reads the whole history again
 // (ReadSince with the zero Cursor). A pop of items the reader never saw is
-// not reported: they are simply not there to read.
+// not reported: they are simply not there to read. The zero Cursor is
+// never lost.
 var ErrCursorLost = errors.New("session: history changed at or before the cursor")
 
 // Follower is implemented by sessions that read only what was appended
 // after a cursor, in time proportional to what is new, not to the history.
 //
+// A cursor names the last item read (or the start), so it stays good
+// across appends and across pops of items after it, and is lost once that
+// item is gone (a pop, a clear, a replace), even if equal items took its
+// place. A cursor works on every Session of the same id in the same store
+// (another process's included). A cursor of another session id is either
+// refused (ErrCursorLost or ErrInvalidCursor) or reads what this history
+// has after some position; it never reads items this history lacks.
+//
 // If a Session does not implement Follower, ReadSince reads the whole
-// history and keeps what follows the cursor; its cursors then carry a
-// digest of the history they cover, so that a rewrite is still reported.
+// history and keeps what follows the cursor; its cursors then carry the
+// number of items read and a digest of them, so that a rewrite is still
+// reported, unless it left those items byte for byte as they were. The
+// two kinds of cursor do not mix: a cursor of one kind is ErrInvalidCursor
+// to the other, and the reader starts again from the zero Cursor.
 type Follower interface {
 	Session
 	// ItemsSince returns the items after cursor, oldest first, and the
@@ -57,8 +69,11 @@ type OnceAppender interface {
 	Session
 	// AddItemsOnce appends items as one atomic batch unless a batch with
 	// opID was already appended to this session, and reports whether this
-	// call appended. An empty opID is ErrInvalidOperationID. An empty batch
-	// records opID and appends nothing.
+	// call carried the operation out (false: an earlier call did, and
+	// nothing was written). An empty opID is ErrInvalidOperationID. An
+	// empty batch records opID, appends nothing and reports true. A batch
+	// refused (ErrInvalidItem, an error before the write) records nothing,
+	// so a later call with the same opID appends.
 	AddItemsOnce(ctx context.Context, opID string, items []Item) (appended bool, err error)
 }
 

@@ -64,7 +64,7 @@ func (s *Session) AppendWithCheckpoint(ctx context.Context, items []session.Item
 	h := s.lookup(true)
 	c, ok := h.checkpoints[name]
 	if version != session.AnyVersion && version != c.version {
-		if !ok && len(h.records) == 0 && len(h.checkpoints) == 0 {
+		if !ok && h.unused() {
 			delete(s.st.data, s.id)
 		}
 		return 0, fmt.Errorf("%w: checkpoint %q of session %q is at version %d, not %d", session.ErrCheckpointConflict, name, s.id, c.version, version)
@@ -74,7 +74,7 @@ func (s *Session) AppendWithCheckpoint(ctx context.Context, items []session.Item
 	}
 	next := c.version + 1
 	h.checkpoints[name] = checkpoint{doc: append([]byte(nil), doc...), version: next}
-	h.records = append(h.records, recs...)
+	h.records = append(h.records, s.st.stored(recs)...)
 	s.st.changed(h)
 	s.touch(h)
 	return next, nil
@@ -100,7 +100,7 @@ func (s *Session) DeleteCheckpoint(ctx context.Context, name string, version int
 	}
 	if h != nil {
 		delete(h.checkpoints, name)
-		if len(h.records) == 0 && len(h.checkpoints) == 0 {
+		if h.unused() {
 			delete(s.st.data, s.id)
 		}
 	}

@@ -39,13 +39,37 @@ type Store struct {
 	data   map[string]*history
 	closed bool
 	writes uint64 // numbers every change of a history, for HistoryVersion
+	seq    uint64 // numbers every record stored, in every session, for cursors
 }
 
 type history struct {
-	records     [][]byte
+	records     []record
 	checkpoints map[string]checkpoint
-	expires     time.Time // zero: never
-	version     uint64    // st.writes at the history's last change
+	ops         map[string]bool // operation ids of AddItemsOnce
+	expires     time.Time       // zero: never
+	version     uint64          // st.writes at the history's last change
+}
+
+// record is one stored item and its number in the store, which no other
+// record of any session ever has.
+type record struct {
+	seq uint64
+	raw []byte
+}
+
+// unused reports whether h holds nothing worth keeping.
+func (h *history) unused() bool {
+	return len(h.records) == 0 && len(h.checkpoints) == 0 && len(h.ops) == 0
+}
+
+// stored numbers raws as the store's next records. The caller holds st.mu.
+func (st *Store) stored(raws [][]byte) []record {
+	out := make([]record, len(raws))
+	for i, raw := range raws {
+		st.seq++
+		out[i] = record{st.seq, raw}
+	}
+	return out
 }
 
 // Close marks the store closed: every later call on it or on a session of
@@ -105,6 +129,8 @@ var (
 	_ session.LatestReader      = (*Session)(nil)
 	_ session.VersionedReplacer = (*Session)(nil)
 	_ session.Expirer           = (*Session)(nil)
+	_ session.Follower          = (*Session)(nil)
+	_ session.OnceAppender      = (*Session)(nil)
 )
 
 // SessionID returns the session's id.
@@ -171,9 +197,9 @@ func (s *Session) read(ctx context.Context, n int) ([]session.Item, error) {
 		}
 		// Walk back from the newest so a limit counts valid items only.
 		for i := len(h.records) - 1; i >= 0 && (n < 0 || len(out) < n); i-- {
-			it, err := dec.Decode(append([]byte(nil), h.records[i]...))
+			it, err := dec.Decode(append([]byte(nil), h.records[i].raw...))
 			if err != nil {
-				corrupt = append(corrupt, bad{i, append([]byte(nil), h.records[i]...), err})
+				corrupt = append(corrupt, bad{i, append([]byte(nil), h.records[i].raw...), err})
 				continue
 			}
 			out = append(out, it)
@@ -210,7 +236,7 @@ func (s *Session) AddItems(ctx context.Context, items []session.Item) error {
 	}
 	defer s.st.mu.Unlock()
 	h := s.lookup(true)
-	h.records = append(h.records, recs...)
+	h.records = append(h.records, s.st.stored(recs)...)
 	s.st.changed(h)
 	s.touch(h)
 	return nil
@@ -234,7 +260,7 @@ func (s *Session) appendRaw(raw []byte) {
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
 	h := s.lookup(true)
-	h.records = append(h.records, append([]byte(nil), raw...))
+	h.records = append(h.records, s.st.stored([][]byte{append([]byte(nil), raw...)})...)
 	s.st.changed(h)
 }
 
@@ -254,7 +280,7 @@ func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 	found := false
 	if h := s.lookup(false); h != nil {
 		for pos := len(h.records) - 1; pos >= 0; pos-- {
-			raw := h.records[pos]
+			raw := h.records[pos].raw
 			var err error
 			if it, err = driver.DecodeStored(append([]byte(nil), raw...)); err != nil {
 				corrupt = append(corrupt, driver.CorruptRecord{
@@ -296,12 +322,11 @@ func (s *Session) dropRecords() {
 		return
 	}
 	s.st.changed(h)
-	if len(h.checkpoints) == 0 {
+	h.records = nil
+	if h.unused() {
 		// The next history starts from st.writes, above this version.
 		delete(s.st.data, s.id)
-		return
 	}
-	h.records = nil
 }
 
 // ReplaceItems atomically replaces the history with items.
@@ -356,7 +381,7 @@ func (s *Session) replace(ctx context.Context, version *string, items []session.
 		return nil
 	}
 	h := s.lookup(true)
-	h.records = recs
+	h.records = s.st.stored(recs)
 	s.st.changed(h)
 	s.touch(h)
 	return nil
@@ -393,6 +418,20 @@ func (s *Session) Touch(ctx context.Context) error {
 	if h := s.lookup(false); h != nil {
 		s.touch(h)
 	}
+	return nil
+}
+
+// RemoveSession removes everything the store holds for session id: its
+// history, its checkpoints and its operation ids.
+func (st *Store) RemoveSession(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := st.lock(); err != nil {
+		return err
+	}
+	defer st.mu.Unlock()
+	delete(st.data, id)
 	return nil
 }
 

@@ -56,7 +56,13 @@ func (h *harness) OpenPeer(_ context.Context, id string) (session.Session, error
 	return h.store.Session(id)
 }
 func (h *harness) Declared() session.Capabilities {
-	return session.Caps(session.CapLatest, session.CapReplace, session.CapTTL, session.CapCheckpoints, session.CapCheckpointCommit, session.CapVersionedReplace)
+	return session.Caps(session.CapLatest, session.CapReplace, session.CapTTL, session.CapCheckpoints, session.CapCheckpointCommit, session.CapVersionedReplace, session.CapFollow, session.CapAppendOnce)
+}
+
+// RemoveSession removes what a clause left, operation ids included
+// (conformance.Remover).
+func (h *harness) RemoveSession(ctx context.Context, id string) error {
+	return h.store.RemoveSession(ctx, id)
 }
 func (h *harness) AppendRaw(_ context.Context, id string, raw []byte) error {
 	s, err := h.store.Session(id)

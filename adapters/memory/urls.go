@@ -52,6 +52,12 @@ func (s *urlStore) ListSessions(ctx context.Context) ([]string, error) {
 	return s.st.ListSessions(ctx)
 }
 
+// RemoveSession removes everything the store holds for session id, its
+// operation ids included.
+func (s *urlStore) RemoveSession(ctx context.Context, id string) error {
+	return s.st.RemoveSession(ctx, id)
+}
+
 // AppendRaw stores raw as the next record of session id, unvalidated.
 func (s *urlStore) AppendRaw(ctx context.Context, id string, raw []byte) error {
 	if err := ctx.Err(); err != nil {

@@ -28,7 +28,7 @@ func TestURLOpener(t *testing.T) {
 	s, err := st.Session("a")
 	require.NoError(t, err)
 	require.Equal(t, session.Probe(s), st.Declared(), "declared = probed")
-	require.Equal(t, session.Caps(session.CapLatest, session.CapReplace, session.CapTTL, session.CapCheckpoints, session.CapCheckpointCommit, session.CapVersionedReplace), st.Declared())
+	require.Equal(t, session.Caps(session.CapLatest, session.CapReplace, session.CapTTL, session.CapCheckpoints, session.CapCheckpointCommit, session.CapVersionedReplace, session.CapFollow, session.CapAppendOnce), st.Declared())
 	ttl, ok := s.(session.Expirer)
 	require.True(t, ok)
 	require.Equal(t, "1h0m0s", ttl.TTL().String(), "ttl applied")

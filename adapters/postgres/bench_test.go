@@ -187,3 +187,51 @@ func BenchmarkPop(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkItemsSince4 reads the 4 items after a cursor at the end of a
+// session of 10k items; raw is the tightest query a user would write on
+// the same index (prepared by pgx's statement cache, each message_data
+// scanned into a string, no JSON check, no check of the cursor's row):
+// the rows after a (created_at, id).
+func BenchmarkItemsSince4(b *testing.B) {
+	ctx := context.Background()
+	st := openStore(b, Options{})
+	sid := "bench-since"
+	seed(b, st, "other-before", 1000)
+	seed(b, st, sid, 10_000)
+	seed(b, st, "other-after", 1000)
+	pool := st.Pool()
+	var p position
+	require.NoError(b, pool.QueryRow(ctx, `SELECT id, to_char(created_at, '`+cursorTimeFormat+`') FROM `+st.q.messages+`
+		WHERE session_id = $1 ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET 4`, sid).Scan(&p.rID, &p.rAt))
+	p.xID, p.xAt = p.rID, p.rAt
+	cursor := formatCursor(sid, p)
+	// The adapter's predicate (the plain "session_id = $1 AND (created_at,
+	// id) > (...)" gets a bitmap scan and a sort here, slower than both).
+	rawSince := `SELECT message_data FROM ` + st.q.messages + ` WHERE session_id >= $1 AND session_id <= $1
+		AND (session_id, created_at, id) > ($1, $2::timestamp, $3::bigint) ORDER BY session_id, created_at, id`
+	s, err := st.Session(sid)
+	require.NoError(b, err)
+	pair(b, nil, func() {
+		rows, err := pool.Query(ctx, rawSince, sid, p.rAt, p.rID)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out := make([]string, 0, 4)
+		var m string
+		for rows.Next() {
+			if err := rows.Scan(&m); err != nil {
+				b.Fatal(err)
+			}
+			out = append(out, m)
+		}
+		if rows.Err() != nil || len(out) != 4 {
+			b.Fatal(rows.Err(), len(out))
+		}
+	}, func() {
+		got, _, err := s.ItemsSince(ctx, cursor)
+		if err != nil || len(got) != 4 {
+			b.Fatal(err, len(got))
+		}
+	})
+}

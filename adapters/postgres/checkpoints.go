@@ -392,8 +392,8 @@ func (s *Session) ckOp(verb, name string) string {
 }
 
 // RemoveSession deletes everything the Store holds for session id, in one
-// implicit transaction sent in one round trip: its checkpoints (which
-// Clear keeps), its items and its session row. It is conformance.Remover's
+// implicit transaction sent in one round trip: its checkpoints and
+// operation ids (which Clear keeps), its items and its session row. It is conformance.Remover's
 // method, so that a check leaves no trace. The checkpoints go first, as
 // AppendWithCheckpoint locks its checkpoint row before the session row:
 // the two never wait for each other in a cycle.
@@ -410,12 +410,20 @@ func (st *Store) RemoveSession(ctx context.Context, id string) error {
 	if err != nil {
 		return st.wrap(ctx, op, err)
 	}
+	ops, err := st.opsReady(ctx, false)
+	if err != nil {
+		return st.wrap(ctx, op, err)
+	}
 	return s.write(ctx, op, func(b *batch) {
 		if ok {
 			b.queue(st.q.ck.remove, s.sid)
 		}
 		b.queue(st.q.lockKey, s.sid)
 		b.queue(st.q.lockSession, s.sid)
+		if ops {
+			// After the locks AddItemsOnce takes before its id's row.
+			b.queue(st.q.ops.remove, s.sid)
+		}
 		b.queue(st.q.clearMessages, s.sid)
 		b.queue(st.q.clearSession, s.sid)
 	})

@@ -72,6 +72,62 @@
 // written. Clear keeps a session's checkpoints; Store.RemoveSession
 // deletes them with the rest of the session.
 //
+// # Following: cursors
+//
+// Sessions implement session.Follower. A cursor names the session (a hash
+// of its stored id), the last valid row the reader was given and the last
+// row it read past (the same row unless corrupt rows followed it), each as
+// its id and its created_at to the microsecond:
+// "p1:<hash>:<id>,<created_at>,<id>,<created_at>", created_at written as
+// 2006-01-02T15:04:05.000000 whatever the connection's DateStyle.
+// ItemsSince is one statement per 1000 rows, walking the (session_id,
+// created_at, id) index in Items' order from the cursor's row on
+// ((session_id, created_at, id) >= (...) under a LIMIT, so that custom and
+// generic plans both walk the index and never sort): the first row must be
+// the cursor's own, or the history changed at or before the cursor and
+// ItemsSince returns session.ErrCursorLost. That suffices: a pop removes
+// the newest valid row (Python's the newest row), a clear or a replace
+// every row, and ids are never reused, so while the cursor's row is there
+// no row at or before it is gone. A cursor that has seen no valid row (the
+// zero cursor, or a history of corrupt rows) has nothing to lose. Another
+// session's cursor is session.ErrInvalidCursor.
+//
+// What a follower is given is every row that sorts after its cursor. A Go
+// batch always does: its created_at is later than every row of the
+// session committed before it, under the session lock (see Order), so the
+// first ItemsSince after its commit returns it, whole. A Python batch does
+// not always: its created_at is its transaction's start, and one that
+// commits after a follower has read past that time sorts before the
+// cursor. Beside Python writers a follower may therefore miss a Python
+// batch (it is in Items, and in a read from the zero cursor); it never
+// misses a Go batch, and never reads an item twice.
+//
+// # Operation ids
+//
+// Sessions implement session.OnceAppender. Operation ids are rows of a
+// second table of this package's own, named after the messages table,
+// agent_messages_operations (<MessagesTable>_operations, in Options.Schema),
+// which the Python SDK never reads:
+//
+//	CREATE TABLE agent_messages_operations (
+//		session_id VARCHAR NOT NULL,
+//		operation_id TEXT NOT NULL,
+//		created_at TIMESTAMP WITHOUT TIME ZONE DEFAULT CURRENT_TIMESTAMP NOT NULL,
+//		PRIMARY KEY (session_id, operation_id)
+//	)
+//
+// Open creates it as it creates the checkpoints table (and, failing that,
+// the first AddItemsOnce tries; with SkipCreateTables it must exist).
+// session_id and operation_id are stored as session ids are. AddItemsOnce
+// is AddItems's round trip with one statement in place of the upsert and
+// insert: it inserts the id ON CONFLICT DO NOTHING and, only if it did,
+// the session row and the batch, after the advisory lock and FOR UPDATE;
+// so the id is recorded exactly when the batch lands, and a second call
+// with the id waits for the first to commit and appends nothing. Its
+// error wraps session.ErrOutcomeUnknown as AddItems's does, and calling
+// again with the same id is then safe. Clear, pops and replaces keep a
+// session's ids; Store.RemoveSession deletes them.
+//
 // # Order
 //
 // Every read, latest-N and pop orders by (created_at, id), as

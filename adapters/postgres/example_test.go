@@ -80,6 +80,6 @@ func TestExample(t *testing.T) {
 	require.Equal(t, `latest: {"role":"assistant","content":"Paris."}
 popped: {"role":"assistant","content":"Paris."} true <nil>
 items left: 1
-capabilities: latest,replace,checkpoints,checkpoint-commit,versioned-replace
+capabilities: latest,replace,checkpoints,checkpoint-commit,versioned-replace,follow,append-once
 `, string(out))
 }

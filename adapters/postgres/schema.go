@@ -40,7 +40,11 @@ type queries struct {
 	version       string // the history's version (HistoryVersion)
 	deleteVersion string // deletes the history, returning its version
 
-	ck checkpointQueries
+	stamp string // the created_at of a batch (see insert)
+	since string // the rows from a (created_at, id) on, oldest first (follow.go)
+
+	ck  checkpointQueries
+	ops opsQueries
 }
 
 func newQueries(o Options) *queries {
@@ -114,6 +118,7 @@ func newQueries(o Options) *queries {
 	// whole; the scalar subquery runs once.
 	stamp := `(SELECT greatest(clock_timestamp()::timestamp,
 		(SELECT created_at FROM ` + m + oneSession + newestFirst + ` LIMIT 1) + interval '1 microsecond'))`
+	q.stamp = stamp
 	q.insert = `INSERT INTO ` + m + ` (session_id, message_data, created_at)
 	SELECT $1::text, d, ` + stamp + ` FROM unnest($2::text[]) WITH ORDINALITY AS t(d, n) ORDER BY n`
 	q.insertOne = `INSERT INTO ` + m + ` (session_id, message_data, created_at) VALUES ($1::text, $2, ` + stamp + `)`
@@ -149,7 +154,14 @@ func newQueries(o Options) *queries {
 	const digest = `SELECT count(*), coalesce(md5(string_agg(id::text || '.' || xmin::text, ',' ORDER BY created_at, id)), '') FROM `
 	q.version = digest + m + oneSession
 	q.deleteVersion = `WITH d AS (DELETE FROM ` + m + ` WHERE session_id = $1 RETURNING id, xmin, created_at) ` + digest + `d`
+	// since compares all three columns of the index as one row, so that
+	// the index alone gives both its range and its order, and takes a
+	// limit: custom and generic plans then walk the index from the cursor
+	// on, never sort.
+	q.since = `SELECT id, message_data, to_char(created_at, '` + cursorTimeFormat + `') FROM ` + m + oneSession +
+		` AND (session_id, created_at, id) >= ($1, $2::timestamp, $3::bigint) ORDER BY session_id, created_at, id LIMIT $4`
 	q.ck = newCheckpointQueries(prefix+quote(o.CheckpointsTable), regPrefix+quote(o.CheckpointsTable))
+	q.ops = newOpsQueries(q, prefix, regPrefix, o.MessagesTable)
 	return q
 }
 
@@ -168,15 +180,17 @@ const schemaLockKey = 0x5e55_1045
 // what it can, and the first checkpoint save creates the table or says
 // why it cannot.
 func (st *Store) ensureSchema(ctx context.Context, skip bool) error {
-	var tables, timeIdx, orderIdx, ck int
+	var tables, timeIdx, orderIdx, ck, ops int
 	err := st.pool.QueryRow(ctx, `SELECT
 	(to_regclass($1) IS NOT NULL)::int + (to_regclass($2) IS NOT NULL)::int,
-	(to_regclass($3) IS NOT NULL)::int, (to_regclass($4) IS NOT NULL)::int, (to_regclass($5) IS NOT NULL)::int`,
-		st.q.sessionsReg, st.q.msgsReg, st.q.timeIndexReg, st.q.orderIndexReg, st.q.ck.reg).Scan(&tables, &timeIdx, &orderIdx, &ck)
+	(to_regclass($3) IS NOT NULL)::int, (to_regclass($4) IS NOT NULL)::int, (to_regclass($5) IS NOT NULL)::int,
+	(to_regclass($6) IS NOT NULL)::int`,
+		st.q.sessionsReg, st.q.msgsReg, st.q.timeIndexReg, st.q.orderIndexReg, st.q.ck.reg, st.q.ops.reg).Scan(&tables, &timeIdx, &orderIdx, &ck, &ops)
 	if err != nil {
 		return st.wrap(ctx, "reading the schema", err)
 	}
 	st.ckReady.Store(ck == 1)
+	st.opsExist.Store(ops == 1)
 	if skip {
 		if tables != 2 {
 			return fmt.Errorf("%w: want tables %s and %s", ErrNoSchema, st.q.sessions, st.q.messages)
@@ -208,13 +222,22 @@ func (st *Store) ensureSchema(ctx context.Context, skip bool) error {
 					"table", st.q.ck.table, "error", err)
 			}
 		}
+		if ops == 0 {
+			if err := st.createOps(ctx); err != nil {
+				if cerr := ctx.Err(); cerr != nil {
+					return cerr
+				}
+				slog.WarnContext(ctx, "postgres: could not create the operation-id table; the first AddItemsOnce tries again",
+					"table", st.q.ops.table, "error", err)
+			}
+		}
 		return nil
 	}
 	err = pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, int32(schemaLockKey), st.q.msgsReg); err != nil {
 			return err
 		}
-		for _, ddl := range []string{st.q.createSchema, st.q.createSessions, st.q.createMessages, st.q.createTimeIndex, st.q.createOrderIndex, st.q.ck.create} {
+		for _, ddl := range []string{st.q.createSchema, st.q.createSessions, st.q.createMessages, st.q.createTimeIndex, st.q.createOrderIndex, st.q.ck.create, st.q.ops.create} {
 			if ddl == "" {
 				continue
 			}
@@ -226,6 +249,7 @@ func (st *Store) ensureSchema(ctx context.Context, skip bool) error {
 	})
 	if err == nil {
 		st.ckReady.Store(true)
+		st.opsExist.Store(true)
 	}
 	return st.wrap(ctx, "create tables", err)
 }

@@ -13,9 +13,10 @@ import (
 )
 
 // Session is a handle on one session of a Store. It implements
-// session.LatestReader, session.VersionedReplacer (version.go) and
-// session.CheckpointCommitter (checkpoints.go) and is safe for concurrent
-// use.
+// session.LatestReader, session.VersionedReplacer (version.go),
+// session.CheckpointCommitter (checkpoints.go), session.Follower
+// (follow.go) and session.OnceAppender (once.go), and is safe for
+// concurrent use.
 type Session struct {
 	st  *Store
 	id  string // the caller's id
@@ -195,8 +196,9 @@ func (s *Session) ReplaceItems(ctx context.Context, items []session.Item) error 
 
 // batch is the statements of one write.
 type batch struct {
-	b pgx.Batch
-	n int
+	b    pgx.Batch
+	n    int
+	scan []any // the destinations of the last statement's one row, if any
 }
 
 func (b *batch) queue(sql string, args ...any) {
@@ -219,7 +221,11 @@ func (s *Session) write(ctx context.Context, op string, fill func(*batch)) error
 	defer c.Release()
 	br := c.SendBatch(ctx, &b.b)
 	for i := 0; i < b.n && err == nil; i++ {
-		_, err = br.Exec()
+		if i == b.n-1 && b.scan != nil {
+			err = br.QueryRow().Scan(b.scan...)
+		} else {
+			_, err = br.Exec()
+		}
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr

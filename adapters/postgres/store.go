@@ -26,6 +26,8 @@ type Store struct {
 	closed atomic.Bool
 	// ckReady: the checkpoints table is known to exist (checkpoints.go).
 	ckReady atomic.Bool
+	// opsExist: the operation-id table is known to exist (once.go).
+	opsExist atomic.Bool
 	// noFastPop: the server's encoding is not UTF-8, so text may hold
 	// bytes Go's validator refuses and PostgreSQL's JSON parser accepts;
 	// every pop takes the transaction that checks rows in Go first.
@@ -99,12 +101,13 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, owned bool, o Options) (*
 func (st *Store) Pool() *pgxpool.Pool { return st.pool }
 
 // Declared returns the optional capabilities of the Store's sessions:
-// latest-N reads, atomic and conditional replace, checkpoints and appends committed with a
-// checkpoint. There is no TTL: PostgreSQL has no expiry of its own, and a
+// latest-N reads, atomic and conditional replace, checkpoints, appends
+// committed with a checkpoint, following and appends at most once. There is no TTL: PostgreSQL has no expiry of its own, and a
 // TTL that some sweeper might or might not apply would be a promise this
 // package could not keep.
 func (st *Store) Declared() session.Capabilities {
-	return session.Caps(session.CapLatest, session.CapReplace, session.CapVersionedReplace, session.CapCheckpoints, session.CapCheckpointCommit)
+	return session.Caps(session.CapLatest, session.CapReplace, session.CapVersionedReplace, session.CapCheckpoints, session.CapCheckpointCommit,
+		session.CapFollow, session.CapAppendOnce)
 }
 
 // Close makes every later call on the Store and its sessions fail with

@@ -42,7 +42,7 @@ func TestURLOpener(t *testing.T) {
 			s, err := st.Session("a")
 			require.NoError(t, err)
 			require.Equal(t, session.Probe(s), st.Declared(), "declared = probed")
-			require.Equal(t, session.Caps(session.CapLatest, session.CapReplace, session.CapVersionedReplace, session.CapCheckpoints, session.CapCheckpointCommit), st.Declared())
+			require.Equal(t, session.Caps(session.CapLatest, session.CapReplace, session.CapVersionedReplace, session.CapCheckpoints, session.CapCheckpointCommit, session.CapFollow, session.CapAppendOnce), st.Declared())
 			require.NoError(t, s.AddItems(ctx, numbered("u", 0, 2)))
 
 			raw, ok := st.(driver.RawAppender)

@@ -38,6 +38,7 @@ func (q *queries) readAdvanced() {
 	q.itemsData = `SELECT m.message_data` + from + ` ORDER BY s.sequence_number ASC`
 	q.latest = `SELECT s.sequence_number, m.message_data` + from + ` AND s.sequence_number < ?2 ORDER BY s.sequence_number DESC LIMIT ?3`
 	q.latestData = `SELECT m.message_data` + from + ` ORDER BY s.sequence_number DESC LIMIT ?2`
+	q.fq = followQueries{advanced: true, since: `SELECT s.sequence_number, m.id, m.message_data` + from + ` AND s.sequence_number >= ?2 ORDER BY s.sequence_number ASC`}
 }
 
 // historyWritable refuses a write to the history of an

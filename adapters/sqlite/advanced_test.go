@@ -236,6 +236,12 @@ func TestAdvancedSQLiteSessionStore(t *testing.T) {
 	latest, err := s.LatestItems(ctx, 2)
 	require.NoError(t, err)
 	require.Equal(t, main[3:], texts(latest))
+	followed, cursor, err := s.ItemsSince(ctx, "")
+	require.NoError(t, err)
+	require.Equal(t, main, texts(followed), "a follower reads the main branch too")
+	followed, _, err = s.ItemsSince(ctx, cursor)
+	require.NoError(t, err)
+	require.Empty(t, followed)
 
 	before := py.dump()
 	item := session.MustItem(`{"role":"user","content":"from go"}`)
@@ -245,6 +251,7 @@ func TestAdvancedSQLiteSessionStore(t *testing.T) {
 		"Clear":         func() error { return s.Clear(ctx) },
 		"ReplaceItems":  func() error { return s.ReplaceItems(ctx, []session.Item{item}) },
 		"RemoveSession": func() error { return st.RemoveSession(ctx, "conv") },
+		"AddItemsOnce":  func() error { _, err := s.AddItemsOnce(ctx, "op", []session.Item{item}); return err },
 		"AppendWithCheckpoint": func() error {
 			_, err := s.AppendWithCheckpoint(ctx, []session.Item{item}, "run", []byte(`{}`), 0)
 			return err
@@ -269,4 +276,6 @@ func TestAdvancedSQLiteSessionStore(t *testing.T) {
 	got, err = s.Items(ctx)
 	require.NoError(t, err)
 	require.Equal(t, main[:4], texts(got), "Go sees the class's pop")
+	_, _, err = s.ItemsSince(ctx, cursor)
+	require.ErrorIs(t, err, session.ErrCursorLost, "the class popped the follower's last item")
 }

@@ -502,3 +502,42 @@ func BenchmarkConcurrentAppend(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkItemsSince4 reads the 4 items after a cursor at the end of a
+// session of 10k items, against the raw query a user would write (the
+// rows after an id, prepared, scanned into strings): the cost must follow
+// the 4, not the 10k.
+func BenchmarkItemsSince4(b *testing.B) {
+	ctx := context.Background()
+	path := historyFile(b, 10_000)
+	st := openStore(b, path, Options{})
+	raw := rawDB(b, path, Options{})
+	stmt := prepare(b, raw, `SELECT message_data FROM agent_messages WHERE session_id = ?1 AND id > ?2 ORDER BY id`)
+	var at int64
+	require.NoError(b, raw.QueryRowContext(ctx, `SELECT id FROM agent_messages WHERE session_id = 'bench' ORDER BY id DESC LIMIT 1 OFFSET 4`).Scan(&at))
+	cursor := st.q.fq.format("bench", position{r: at, rID: at, x: at})
+	s, err := st.Session("bench")
+	require.NoError(b, err)
+	interleave(b, nil, func() {
+		rows, err := stmt.QueryContext(ctx, "bench", at)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out := make([]string, 0, 4)
+		var m string
+		for rows.Next() {
+			if err := rows.Scan(&m); err != nil {
+				b.Fatal(err)
+			}
+			out = append(out, m)
+		}
+		if err := closeRows(rows); err != nil || len(out) != 4 {
+			b.Fatal(err, len(out))
+		}
+	}, func() {
+		got, _, err := s.ItemsSince(ctx, cursor)
+		if err != nil || len(got) != 4 {
+			b.Fatal(err, len(got))
+		}
+	})
+}

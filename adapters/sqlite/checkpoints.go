@@ -353,8 +353,8 @@ func (s *Session) ckOp(verb, name string) string {
 }
 
 // RemoveSession deletes everything the Store holds for session id, in one
-// transaction: its items, its session row and its checkpoints (which
-// Clear keeps). It is conformance.Remover's method, so that a check leaves
+// transaction: its items, its session row, and its checkpoints and
+// operation ids (which Clear keeps). It is conformance.Remover's method, so that a check leaves
 // no trace.
 func (st *Store) RemoveSession(ctx context.Context, id string) error {
 	if err := st.historyWritable(); err != nil {
@@ -367,6 +367,15 @@ func (st *Store) RemoveSession(ctx context.Context, id string) error {
 	return st.writeW(ctx, fmt.Sprintf("remove session %q", id), false, func(ctx context.Context, w *wconn, _ bool) error {
 		if err := s.clear(ctx, w); err != nil {
 			return err
+		}
+		ops, err := st.opsExist(ctx, w.c)
+		if err != nil {
+			return err
+		}
+		if ops {
+			if err := w.exec(ctx, st.q.ops.remove, id); err != nil {
+				return err
+			}
 		}
 		exists, _, err := st.ensureCheckpoints(ctx, w, false)
 		if err != nil || !exists {

@@ -451,7 +451,7 @@ func TestCheckpointsExistingStores(t *testing.T) {
 				db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
 				require.NoError(t, err)
 				defer db.Close()
-				rows, err := db.QueryContext(ctx, `SELECT name, sql FROM sqlite_master WHERE tbl_name <> 'agent_checkpoints' ORDER BY name`)
+				rows, err := db.QueryContext(ctx, `SELECT name, sql FROM sqlite_master WHERE tbl_name NOT IN ('agent_checkpoints', 'agent_messages_operations') ORDER BY name`)
 				require.NoError(t, err)
 				for rows.Next() {
 					var n string

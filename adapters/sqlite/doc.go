@@ -58,10 +58,53 @@
 // transaction: both land or neither. Clear keeps a session's checkpoints;
 // Store.RemoveSession deletes them with the rest of the session.
 //
+// # Following: cursors
+//
+// Sessions implement session.Follower. A cursor names the session (a hash
+// of its id), the last readable row the reader was given and, when
+// unreadable rows followed it, the last row read past:
+// "s1:<hash>:<id>" or "s1:<hash>:<id>:<id>" (on an AdvancedSQLiteSession
+// store, "a1:" with the rows' sequence numbers and the first row's id).
+// ItemsSince is one statement, one snapshot, through the (session_id, id)
+// index from the cursor's row on: the first row must be the cursor's own,
+// or the history changed at or before it and ItemsSince returns
+// session.ErrCursorLost. That suffices: a pop removes the newest readable
+// row (Python's the newest row), a clear or a replace every row, and
+// AUTOINCREMENT never hands an id out twice, so while the cursor's row is
+// there no row at or before it is gone. A cursor that has seen no readable
+// row has nothing to lose; another session's cursor is
+// session.ErrInvalidCursor. Ids grow with every commit, Python's too, so
+// a follower misses nothing appended after its cursor.
+//
+// # Operation ids
+//
+// Sessions implement session.OnceAppender. Operation ids are rows of a
+// second table of this package's own, named after the messages table,
+// agent_messages_operations (<MessagesTable>_operations), which the Python
+// SDK never reads:
+//
+//	CREATE TABLE agent_messages_operations (
+//	    session_id TEXT NOT NULL,
+//	    operation_id TEXT NOT NULL,
+//	    created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
+//	    PRIMARY KEY (session_id, operation_id)
+//	)
+//
+// Open creates it as it creates the checkpoints table, and AddItemsOnce
+// when it is missing; SkipCreateTables and ReadOnly create nothing, and
+// AddItemsOnce then fails with ErrNoSchema (ErrReadOnly when read-only). AddItemsOnce is one write of the
+// group-commit writer below: the id's INSERT ... ON CONFLICT DO NOTHING
+// and, if it inserted, the batch, in one transaction, so the id is
+// recorded exactly when the batch lands; a duplicate appends nothing,
+// answers false and fails nothing else of its group. Clear, pops and
+// replaces keep a session's ids; Store.RemoveSession deletes them. An
+// AdvancedSQLiteSession store refuses AddItemsOnce with ErrAdvancedStore
+// and is followed on its main branch.
+//
 // # Writes: group commit
 //
-// Every write of a Store (AddItems, PopItem, Clear, ReplaceItems, and the
-// checkpoints' saves and deletes) goes to
+// Every write of a Store (AddItems, AddItemsOnce, PopItem, Clear,
+// ReplaceItems, and the checkpoints' saves and deletes) goes to
 // the Store's one writer, which owns its write connection and prepared
 // statements. When it becomes free, the writer takes every write
 // queued at that moment, begins one transaction with BEGIN IMMEDIATE, runs

@@ -130,10 +130,10 @@ func schemaOf(t *testing.T, db *sql.DB) []string {
 		dump("foreign_key_list "+tbl, "PRAGMA foreign_key_list("+tbl+")")
 	}
 	dump("index_xinfo", "PRAGMA index_xinfo(idx_agent_messages_session_id)")
-	// The checkpoints table is this package's own (Python never reads it):
+	// The checkpoints and operation-id tables are this package's own (Python never reads them):
 	// TestCheckpointsTableLayout pins it.
 	rows, err := db.QueryContext(ctx, `SELECT type, name, tbl_name, sql FROM sqlite_master
-        WHERE sql IS NOT NULL AND tbl_name <> 'agent_checkpoints' ORDER BY type, name`)
+        WHERE sql IS NOT NULL AND tbl_name NOT IN ('agent_checkpoints', 'agent_messages_operations') ORDER BY type, name`)
 	require.NoError(t, err)
 	space := regexp.MustCompile(`\s+`)
 	for rows.Next() {

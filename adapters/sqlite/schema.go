@@ -36,12 +36,16 @@ type queries struct {
 	clearSession  string
 	version       string // the history's version: row count and newest id
 
-	ck checkpointQueries
+	ck  checkpointQueries
+	ops opsQueries
+	fq  followQueries
 }
 
 func newQueries(o Options) *queries {
 	q := newQueryText(o)
 	q.ck = newCheckpointQueries(o.CheckpointsTable)
+	q.ops = newOpsQueries(o.MessagesTable)
+	q.fq = newFollowQueries(o.MessagesTable)
 	for n := 1; n <= maxCachedInsert; n++ {
 		q.inserts[n] = q.buildInsert(n)
 	}
@@ -169,10 +173,10 @@ func (st *Store) ensureSchema(ctx context.Context, skip bool) error {
 				st.ckReady.Store(true)
 			}
 		}
-		return nil
+		return st.createOps(ctx)
 	}
 	err = st.writeW(ctx, "create tables", false, func(ctx context.Context, w *wconn, _ bool) error {
-		for _, ddl := range []string{st.q.createSessions, st.q.createMessages, st.q.createIndex, st.q.ck.create} {
+		for _, ddl := range []string{st.q.createSessions, st.q.createMessages, st.q.createIndex, st.q.ck.create, st.q.ops.create} {
 			if err := w.execOnce(ctx, ddl); err != nil {
 				return err
 			}
@@ -181,6 +185,7 @@ func (st *Store) ensureSchema(ctx context.Context, skip bool) error {
 	})
 	if err == nil {
 		st.ckReady.Store(true)
+		st.opsReady.Store(true)
 	}
 	return err
 }

@@ -13,8 +13,10 @@ import (
 )
 
 // Session is a handle on one session of a Store. It implements
-// session.LatestReader, session.Replacer and session.CheckpointCommitter
-// (checkpoints.go) and is safe for concurrent use.
+// session.LatestReader, session.VersionedReplacer,
+// session.CheckpointCommitter (checkpoints.go), session.Follower
+// (follow.go) and session.OnceAppender (once.go), and is safe for
+// concurrent use.
 type Session struct {
 	st *Store
 	id string

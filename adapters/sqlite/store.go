@@ -39,12 +39,14 @@ type Store struct {
 	closed atomic.Bool // calls fail with ErrClosed
 	// ckReady: the checkpoints table is known to exist (checkpoints.go).
 	ckReady atomic.Bool
-	closing atomic.Bool // Close was called
+	// opsReady: the operation-id table is known to exist (once.go).
+	opsReady atomic.Bool
+	closing  atomic.Bool // Close was called
 }
 
 // readStmts are the prepared statements of the reads.
 type readStmts struct {
-	items, itemsData, latestData *sql.Stmt
+	items, itemsData, latestData, since *sql.Stmt
 }
 
 // Open opens (creating if needed) the SQLite database at path with the
@@ -258,7 +260,7 @@ func newStore(ctx context.Context, db *sql.DB, owned, memory bool, o Options, sy
 	for _, p := range []struct {
 		dst   **sql.Stmt
 		query string
-	}{{&st.rs.items, st.q.items}, {&st.rs.itemsData, st.q.itemsData}, {&st.rs.latestData, st.q.latestData}} {
+	}{{&st.rs.items, st.q.items}, {&st.rs.itemsData, st.q.itemsData}, {&st.rs.latestData, st.q.latestData}, {&st.rs.since, st.q.fq.since}} {
 		if *p.dst, err = db.PrepareContext(ctx, p.query); err != nil {
 			break
 		}
@@ -272,7 +274,7 @@ func newStore(ctx context.Context, db *sql.DB, owned, memory bool, o Options, sy
 }
 
 func (st *Store) closeStmts() {
-	for _, s := range []*sql.Stmt{st.rs.items, st.rs.itemsData, st.rs.latestData} {
+	for _, s := range []*sql.Stmt{st.rs.items, st.rs.itemsData, st.rs.latestData, st.rs.since} {
 		if s != nil {
 			_ = s.Close()
 		}

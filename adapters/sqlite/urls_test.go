@@ -57,7 +57,7 @@ func TestURLOpener(t *testing.T) {
 	s, err := st.Session("a")
 	require.NoError(t, err)
 	require.Equal(t, session.Probe(s), st.Declared(), "declared = probed")
-	require.Equal(t, session.Caps(session.CapLatest, session.CapReplace, session.CapCheckpoints, session.CapCheckpointCommit, session.CapVersionedReplace), st.Declared())
+	require.Equal(t, session.Caps(session.CapLatest, session.CapReplace, session.CapCheckpoints, session.CapCheckpointCommit, session.CapVersionedReplace, session.CapFollow, session.CapAppendOnce), st.Declared())
 
 	require.NoError(t, s.AddItems(ctx, []session.Item{session.MustItem(`{"n":1}`)}))
 	raw, ok := st.(driver.RawAppender)
@@ -72,7 +72,7 @@ func TestURLOpener(t *testing.T) {
 	ids, err := st.(adapters.Lister).ListSessions(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []string{"a"}, ids)
-	require.Equal(t, []string{"my_checkpoints", "my_messages", "my_sessions"}, tables(t, path), "the table options are applied")
+	require.Equal(t, []string{"my_checkpoints", "my_messages", "my_messages_operations", "my_sessions"}, tables(t, path), "the table options are applied")
 
 	ck := s.(session.CheckpointCommitter)
 	v, err := ck.AppendWithCheckpoint(ctx, []session.Item{session.MustItem(`{"n":2}`)}, "run", []byte("doc"), 0)

@@ -32,6 +32,12 @@ func clauseAfterClose(c *suite.C) {
 	if v, ok := s.(session.VersionedReplacer); ok {
 		calls["HistoryVersion"] = func() error { _, err := v.HistoryVersion(ctx); return err }
 	}
+	if f, ok := s.(session.Follower); ok {
+		calls["ItemsSince"] = func() error { _, _, err := f.ItemsSince(ctx, ""); return err }
+	}
+	if o, ok := s.(session.OnceAppender); ok {
+		calls["AddItemsOnce"] = func() error { _, err := o.AddItemsOnce(ctx, "op", it); return err }
+	}
 	if cs, ok := s.(session.CheckpointStore); ok {
 		calls["SaveCheckpoint"] = func() error { _, err := cs.SaveCheckpoint(ctx, "run", []byte(`{}`), 0); return err }
 		calls["LoadCheckpoint"] = func() error { _, _, err := cs.LoadCheckpoint(ctx, "run"); return err }

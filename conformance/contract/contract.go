@@ -2,8 +2,10 @@
 // of clauses: reads oldest first, batches atomic and contiguous, pop and
 // clear, ids confined, corrupt records isolated and reported, cancellation,
 // concurrent writers, declared capabilities implemented (and the reverse),
-// latest-N, atomic replace, run-context awareness, TTL, and run-state
-// checkpoints (versioned saves, and appends committed with a checkpoint).
+// latest-N, atomic replace, run-context awareness, TTL, run-state
+// checkpoints (versioned saves, and appends committed with a checkpoint),
+// conditional replaces, following a history from a cursor (natively and
+// through ReadSince's fallback), and appends at most once per operation id.
 //
 // It imports neither runstate nor legacy. conformance.Run runs it on an
 // adapter twice: natively, and through HideCapabilities, which is how the
@@ -45,6 +47,7 @@ func Clauses() []suite.Clause {
 		base("capabilities/declared-implemented", clauseDeclaredImplemented),
 		base("capabilities/implemented-declared", clauseImplementedDeclared),
 		base("limit/fallback-table", func(c *suite.C) { limitTable(c, coreOnly{}.wrap) }),
+		base("follow/fallback-semantics", func(c *suite.C) { followSemantics(c, coreOnly{}.wrap) }),
 		capability("limit/native-table", session.CapLatest, func(c *suite.C) { limitTable(c, nil) }),
 		capability("limit/native-matches-fallback", session.CapLatest, clauseLimitMatches),
 		capability("replace/semantics", session.CapReplace, clauseReplace),
@@ -61,6 +64,10 @@ func Clauses() []suite.Clause {
 		capability("checkpoint-commit/observed-atomically", session.CapCheckpointCommit, clauseCommitObserved),
 		capability("versioned-replace/semantics", session.CapVersionedReplace, clauseVersionedSemantics),
 		capability("versioned-replace/beside-writers", session.CapVersionedReplace, clauseVersionedBesideWriters),
+		capability("follow/semantics", session.CapFollow, func(c *suite.C) { followSemantics(c, nil) }),
+		capability("follow/beside-writers", session.CapFollow, clauseFollowBesideWriters),
+		capability("append-once/semantics", session.CapAppendOnce, clauseAppendOnceSemantics),
+		capability("append-once/concurrent", session.CapAppendOnce, clauseAppendOnceConcurrent),
 	}
 }
 

@@ -42,6 +42,10 @@ type Parts struct {
 	// Versioned serves HistoryVersion and ReplaceItemsIf; used only with
 	// Replace.
 	Versioned Versioned
+	// Follow is ItemsSince.
+	Follow func(ctx context.Context, cursor session.Cursor) ([]session.Item, session.Cursor, error)
+	// Once is AddItemsOnce.
+	Once func(ctx context.Context, opID string, items []session.Item) (bool, error)
 }
 
 // Versioned are session.VersionedReplacer's own methods.
@@ -77,6 +81,12 @@ func Of(inner session.Session) Parts {
 	}
 	if v, ok := inner.(session.VersionedReplacer); ok {
 		p.Versioned = v
+	}
+	if f, ok := inner.(session.Follower); ok {
+		p.Follow = f.ItemsSince
+	}
+	if o, ok := inner.(session.OnceAppender); ok {
+		p.Once = o.AddItemsOnce
 	}
 	return p
 }
@@ -171,6 +181,22 @@ func (p versionedPart) ReplaceItemsIf(ctx context.Context, version string, items
 	return p.v.ReplaceItemsIf(ctx, version, items)
 }
 
+type followPart struct {
+	f func(ctx context.Context, cursor session.Cursor) ([]session.Item, session.Cursor, error)
+}
+
+func (p followPart) ItemsSince(ctx context.Context, cursor session.Cursor) ([]session.Item, session.Cursor, error) {
+	return p.f(ctx, cursor)
+}
+
+type oncePart struct {
+	f func(ctx context.Context, opID string, items []session.Item) (bool, error)
+}
+
+func (p oncePart) AddItemsOnce(ctx context.Context, opID string, items []session.Item) (bool, error) {
+	return p.f(ctx, opID, items)
+}
+
 // mask numbers the parts present, one bit each, as compose_gen.go's switch
 // expects.
 func (p Parts) mask() int {
@@ -198,6 +224,12 @@ func (p Parts) mask() int {
 		if p.Commit != nil {
 			m |= 64
 		}
+	}
+	if p.Follow != nil {
+		m |= 256
+	}
+	if p.Once != nil {
+		m |= 512
 	}
 	return m
 }

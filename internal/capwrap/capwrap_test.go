@@ -30,8 +30,10 @@ func (fullDeferrer) LoadCheckpoint(context.Context, string) ([]byte, int64, erro
 func (fullDeferrer) SaveCheckpoint(context.Context, string, []byte, int64) (int64, error) {
 	return 1, nil
 }
-func (fullDeferrer) DeleteCheckpoint(context.Context, string, int64) error { return nil }
-func (fullDeferrer) ListCheckpoints(context.Context) ([]string, error)     { return nil, nil }
+func (fullDeferrer) DeleteCheckpoint(context.Context, string, int64) error        { return nil }
+func (fullDeferrer) ListCheckpoints(context.Context) ([]string, error)            { return nil, nil }
+func (fullDeferrer) HistoryVersion(context.Context) (string, error)               { return "", nil }
+func (fullDeferrer) ReplaceItemsIf(context.Context, string, []session.Item) error { return nil }
 func (fullDeferrer) AppendWithCheckpoint(context.Context, []session.Item, string, []byte, int64) (int64, error) {
 	return 1, nil
 }
@@ -43,8 +45,10 @@ func TestComposeKeepsExactlyTheParts(t *testing.T) {
 	full := fullDeferrer{}
 	latest := func(context.Context, int) ([]session.Item, error) { return nil, nil }
 	replace := func(context.Context, []session.Item) error { return nil }
-	for m := 0; m < 128; m++ {
-		if m&16 != 0 && m&8 == 0 || m&64 != 0 && m&32 == 0 {
+	follow := func(context.Context, session.Cursor) ([]session.Item, session.Cursor, error) { return nil, "", nil }
+	once := func(context.Context, string, []session.Item) (bool, error) { return true, nil }
+	for m := 0; m < 1024; m++ {
+		if m&16 != 0 && m&8 == 0 || m&64 != 0 && m&32 == 0 || m&128 != 0 && m&2 == 0 {
 			continue
 		}
 		var p Parts
@@ -69,6 +73,15 @@ func TestComposeKeepsExactlyTheParts(t *testing.T) {
 		}
 		if m&64 != 0 {
 			p.Commit, want = full.AppendWithCheckpoint, want|session.Caps(session.CapCheckpointCommit)
+		}
+		if m&128 != 0 {
+			p.Versioned, want = full, want|session.Caps(session.CapVersionedReplace)
+		}
+		if m&256 != 0 {
+			p.Follow, want = follow, want|session.Caps(session.CapFollow)
+		}
+		if m&512 != 0 {
+			p.Once, want = once, want|session.Caps(session.CapAppendOnce)
 		}
 		for _, c := range []core{{}, {aware: true, ignores: true}} {
 			w := want

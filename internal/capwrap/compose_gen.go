@@ -867,6 +867,3030 @@ func Compose(core Core, p Parts) Core {
 			commitPart
 			versionedPart
 		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}}
+	case 256:
+		return struct {
+			Core
+			followPart
+		}{core, followPart{p.Follow}}
+	case 257:
+		return struct {
+			Core
+			latestPart
+			followPart
+		}{core, latestPart{p.Latest}, followPart{p.Follow}}
+	case 258:
+		return struct {
+			Core
+			replacePart
+			followPart
+		}{core, replacePart{p.Replace}, followPart{p.Follow}}
+	case 259:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			followPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, followPart{p.Follow}}
+	case 260:
+		return struct {
+			Core
+			expirePart
+			followPart
+		}{core, expirePart{p.Expirer}, followPart{p.Follow}}
+	case 261:
+		return struct {
+			Core
+			latestPart
+			expirePart
+			followPart
+		}{core, latestPart{p.Latest}, expirePart{p.Expirer}, followPart{p.Follow}}
+	case 262:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			followPart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, followPart{p.Follow}}
+	case 263:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			followPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, followPart{p.Follow}}
+	case 264:
+		return struct {
+			Core
+			compactPart
+			followPart
+		}{core, compactPart{p.Compaction}, followPart{p.Follow}}
+	case 265:
+		return struct {
+			Core
+			latestPart
+			compactPart
+			followPart
+		}{core, latestPart{p.Latest}, compactPart{p.Compaction}, followPart{p.Follow}}
+	case 266:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			followPart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, followPart{p.Follow}}
+	case 267:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			followPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, followPart{p.Follow}}
+	case 268:
+		return struct {
+			Core
+			expirePart
+			compactPart
+			followPart
+		}{core, expirePart{p.Expirer}, compactPart{p.Compaction}, followPart{p.Follow}}
+	case 269:
+		return struct {
+			Core
+			latestPart
+			expirePart
+			compactPart
+			followPart
+		}{core, latestPart{p.Latest}, expirePart{p.Expirer}, compactPart{p.Compaction}, followPart{p.Follow}}
+	case 270:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			followPart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, followPart{p.Follow}}
+	case 271:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			followPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, followPart{p.Follow}}
+	case 280:
+		return struct {
+			Core
+			compactPart
+			deferPart
+			followPart
+		}{core, compactPart{p.Compaction}, deferPart{p.Deferrer}, followPart{p.Follow}}
+	case 281:
+		return struct {
+			Core
+			latestPart
+			compactPart
+			deferPart
+			followPart
+		}{core, latestPart{p.Latest}, compactPart{p.Compaction}, deferPart{p.Deferrer}, followPart{p.Follow}}
+	case 282:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			deferPart
+			followPart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, followPart{p.Follow}}
+	case 283:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			deferPart
+			followPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, followPart{p.Follow}}
+	case 284:
+		return struct {
+			Core
+			expirePart
+			compactPart
+			deferPart
+			followPart
+		}{core, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, followPart{p.Follow}}
+	case 285:
+		return struct {
+			Core
+			latestPart
+			expirePart
+			compactPart
+			deferPart
+			followPart
+		}{core, latestPart{p.Latest}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, followPart{p.Follow}}
+	case 286:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			followPart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, followPart{p.Follow}}
+	case 287:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			followPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, followPart{p.Follow}}
+	case 288:
+		return struct {
+			Core
+			checkpointPart
+			followPart
+		}{core, checkpointPart{p.Checkpoints}, followPart{p.Follow}}
+	case 289:
+		return struct {
+			Core
+			latestPart
+			checkpointPart
+			followPart
+		}{core, latestPart{p.Latest}, checkpointPart{p.Checkpoints}, followPart{p.Follow}}
+	case 290:
+		return struct {
+			Core
+			replacePart
+			checkpointPart
+			followPart
+		}{core, replacePart{p.Replace}, checkpointPart{p.Checkpoints}, followPart{p.Follow}}
+	case 291:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			checkpointPart
+			followPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, checkpointPart{p.Checkpoints}, followPart{p.Follow}}
+	case 292:
+		return struct {
+			Core
+			expirePart
+			checkpointPart
+			followPart
+		}{core, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, followPart{p.Follow}}
+	case 293:
+		return struct {
+			Core
+			latestPart
+			expirePart
+			checkpointPart
+			followPart
+		}{core, latestPart{p.Latest}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, followPart{p.Follow}}
+	case 294:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			checkpointPart
+			followPart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, followPart{p.Follow}}
+	case 295:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			checkpointPart
+			followPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, followPart{p.Follow}}
+	case 296:
+		return struct {
+			Core
+			compactPart
+			checkpointPart
+			followPart
+		}{core, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, followPart{p.Follow}}
+	case 297:
+		return struct {
+			Core
+			latestPart
+			compactPart
+			checkpointPart
+			followPart
+		}{core, latestPart{p.Latest}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, followPart{p.Follow}}
+	case 298:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			checkpointPart
+			followPart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, followPart{p.Follow}}
+	case 299:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			checkpointPart
+			followPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, followPart{p.Follow}}
+	case 300:
+		return struct {
+			Core
+			expirePart
+			compactPart
+			checkpointPart
+			followPart
+		}{core, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, followPart{p.Follow}}
+	case 301:
+		return struct {
+			Core
+			latestPart
+			expirePart
+			compactPart
+			checkpointPart
+			followPart
+		}{core, latestPart{p.Latest}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, followPart{p.Follow}}
+	case 302:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			checkpointPart
+			followPart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, followPart{p.Follow}}
+	case 303:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			checkpointPart
+			followPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, followPart{p.Follow}}
+	case 312:
+		return struct {
+			Core
+			compactPart
+			deferPart
+			checkpointPart
+			followPart
+		}{core, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, followPart{p.Follow}}
+	case 313:
+		return struct {
+			Core
+			latestPart
+			compactPart
+			deferPart
+			checkpointPart
+			followPart
+		}{core, latestPart{p.Latest}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, followPart{p.Follow}}
+	case 314:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			deferPart
+			checkpointPart
+			followPart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, followPart{p.Follow}}
+	case 315:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			deferPart
+			checkpointPart
+			followPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, followPart{p.Follow}}
+	case 316:
+		return struct {
+			Core
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			followPart
+		}{core, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, followPart{p.Follow}}
+	case 317:
+		return struct {
+			Core
+			latestPart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			followPart
+		}{core, latestPart{p.Latest}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, followPart{p.Follow}}
+	case 318:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			followPart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, followPart{p.Follow}}
+	case 319:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			followPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, followPart{p.Follow}}
+	case 352:
+		return struct {
+			Core
+			checkpointPart
+			commitPart
+			followPart
+		}{core, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}}
+	case 353:
+		return struct {
+			Core
+			latestPart
+			checkpointPart
+			commitPart
+			followPart
+		}{core, latestPart{p.Latest}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}}
+	case 354:
+		return struct {
+			Core
+			replacePart
+			checkpointPart
+			commitPart
+			followPart
+		}{core, replacePart{p.Replace}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}}
+	case 355:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			checkpointPart
+			commitPart
+			followPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}}
+	case 356:
+		return struct {
+			Core
+			expirePart
+			checkpointPart
+			commitPart
+			followPart
+		}{core, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}}
+	case 357:
+		return struct {
+			Core
+			latestPart
+			expirePart
+			checkpointPart
+			commitPart
+			followPart
+		}{core, latestPart{p.Latest}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}}
+	case 358:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			checkpointPart
+			commitPart
+			followPart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}}
+	case 359:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			checkpointPart
+			commitPart
+			followPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}}
+	case 360:
+		return struct {
+			Core
+			compactPart
+			checkpointPart
+			commitPart
+			followPart
+		}{core, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}}
+	case 361:
+		return struct {
+			Core
+			latestPart
+			compactPart
+			checkpointPart
+			commitPart
+			followPart
+		}{core, latestPart{p.Latest}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}}
+	case 362:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			checkpointPart
+			commitPart
+			followPart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}}
+	case 363:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			checkpointPart
+			commitPart
+			followPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}}
+	case 364:
+		return struct {
+			Core
+			expirePart
+			compactPart
+			checkpointPart
+			commitPart
+			followPart
+		}{core, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}}
+	case 365:
+		return struct {
+			Core
+			latestPart
+			expirePart
+			compactPart
+			checkpointPart
+			commitPart
+			followPart
+		}{core, latestPart{p.Latest}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}}
+	case 366:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			checkpointPart
+			commitPart
+			followPart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}}
+	case 367:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			checkpointPart
+			commitPart
+			followPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}}
+	case 376:
+		return struct {
+			Core
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			followPart
+		}{core, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}}
+	case 377:
+		return struct {
+			Core
+			latestPart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			followPart
+		}{core, latestPart{p.Latest}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}}
+	case 378:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			followPart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}}
+	case 379:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			followPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}}
+	case 380:
+		return struct {
+			Core
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			followPart
+		}{core, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}}
+	case 381:
+		return struct {
+			Core
+			latestPart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			followPart
+		}{core, latestPart{p.Latest}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}}
+	case 382:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			followPart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}}
+	case 383:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			followPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}}
+	case 386:
+		return struct {
+			Core
+			replacePart
+			versionedPart
+			followPart
+		}{core, replacePart{p.Replace}, versionedPart{p.Versioned}, followPart{p.Follow}}
+	case 387:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			versionedPart
+			followPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, versionedPart{p.Versioned}, followPart{p.Follow}}
+	case 390:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			versionedPart
+			followPart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, versionedPart{p.Versioned}, followPart{p.Follow}}
+	case 391:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			versionedPart
+			followPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, versionedPart{p.Versioned}, followPart{p.Follow}}
+	case 394:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			versionedPart
+			followPart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, versionedPart{p.Versioned}, followPart{p.Follow}}
+	case 395:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			versionedPart
+			followPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, versionedPart{p.Versioned}, followPart{p.Follow}}
+	case 398:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			versionedPart
+			followPart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, versionedPart{p.Versioned}, followPart{p.Follow}}
+	case 399:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			versionedPart
+			followPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, versionedPart{p.Versioned}, followPart{p.Follow}}
+	case 410:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			deferPart
+			versionedPart
+			followPart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, versionedPart{p.Versioned}, followPart{p.Follow}}
+	case 411:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			deferPart
+			versionedPart
+			followPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, versionedPart{p.Versioned}, followPart{p.Follow}}
+	case 414:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			versionedPart
+			followPart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, versionedPart{p.Versioned}, followPart{p.Follow}}
+	case 415:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			versionedPart
+			followPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, versionedPart{p.Versioned}, followPart{p.Follow}}
+	case 418:
+		return struct {
+			Core
+			replacePart
+			checkpointPart
+			versionedPart
+			followPart
+		}{core, replacePart{p.Replace}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}, followPart{p.Follow}}
+	case 419:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			checkpointPart
+			versionedPart
+			followPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}, followPart{p.Follow}}
+	case 422:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			checkpointPart
+			versionedPart
+			followPart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}, followPart{p.Follow}}
+	case 423:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			checkpointPart
+			versionedPart
+			followPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}, followPart{p.Follow}}
+	case 426:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			checkpointPart
+			versionedPart
+			followPart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}, followPart{p.Follow}}
+	case 427:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			checkpointPart
+			versionedPart
+			followPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}, followPart{p.Follow}}
+	case 430:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			checkpointPart
+			versionedPart
+			followPart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}, followPart{p.Follow}}
+	case 431:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			checkpointPart
+			versionedPart
+			followPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}, followPart{p.Follow}}
+	case 442:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			deferPart
+			checkpointPart
+			versionedPart
+			followPart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}, followPart{p.Follow}}
+	case 443:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			deferPart
+			checkpointPart
+			versionedPart
+			followPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}, followPart{p.Follow}}
+	case 446:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			versionedPart
+			followPart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}, followPart{p.Follow}}
+	case 447:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			versionedPart
+			followPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}, followPart{p.Follow}}
+	case 482:
+		return struct {
+			Core
+			replacePart
+			checkpointPart
+			commitPart
+			versionedPart
+			followPart
+		}{core, replacePart{p.Replace}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}, followPart{p.Follow}}
+	case 483:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			checkpointPart
+			commitPart
+			versionedPart
+			followPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}, followPart{p.Follow}}
+	case 486:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			checkpointPart
+			commitPart
+			versionedPart
+			followPart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}, followPart{p.Follow}}
+	case 487:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			checkpointPart
+			commitPart
+			versionedPart
+			followPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}, followPart{p.Follow}}
+	case 490:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			checkpointPart
+			commitPart
+			versionedPart
+			followPart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}, followPart{p.Follow}}
+	case 491:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			checkpointPart
+			commitPart
+			versionedPart
+			followPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}, followPart{p.Follow}}
+	case 494:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			checkpointPart
+			commitPart
+			versionedPart
+			followPart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}, followPart{p.Follow}}
+	case 495:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			checkpointPart
+			commitPart
+			versionedPart
+			followPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}, followPart{p.Follow}}
+	case 506:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			versionedPart
+			followPart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}, followPart{p.Follow}}
+	case 507:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			versionedPart
+			followPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}, followPart{p.Follow}}
+	case 510:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			versionedPart
+			followPart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}, followPart{p.Follow}}
+	case 511:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			versionedPart
+			followPart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}, followPart{p.Follow}}
+	case 512:
+		return struct {
+			Core
+			oncePart
+		}{core, oncePart{p.Once}}
+	case 513:
+		return struct {
+			Core
+			latestPart
+			oncePart
+		}{core, latestPart{p.Latest}, oncePart{p.Once}}
+	case 514:
+		return struct {
+			Core
+			replacePart
+			oncePart
+		}{core, replacePart{p.Replace}, oncePart{p.Once}}
+	case 515:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, oncePart{p.Once}}
+	case 516:
+		return struct {
+			Core
+			expirePart
+			oncePart
+		}{core, expirePart{p.Expirer}, oncePart{p.Once}}
+	case 517:
+		return struct {
+			Core
+			latestPart
+			expirePart
+			oncePart
+		}{core, latestPart{p.Latest}, expirePart{p.Expirer}, oncePart{p.Once}}
+	case 518:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			oncePart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, oncePart{p.Once}}
+	case 519:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, oncePart{p.Once}}
+	case 520:
+		return struct {
+			Core
+			compactPart
+			oncePart
+		}{core, compactPart{p.Compaction}, oncePart{p.Once}}
+	case 521:
+		return struct {
+			Core
+			latestPart
+			compactPart
+			oncePart
+		}{core, latestPart{p.Latest}, compactPart{p.Compaction}, oncePart{p.Once}}
+	case 522:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			oncePart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, oncePart{p.Once}}
+	case 523:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, oncePart{p.Once}}
+	case 524:
+		return struct {
+			Core
+			expirePart
+			compactPart
+			oncePart
+		}{core, expirePart{p.Expirer}, compactPart{p.Compaction}, oncePart{p.Once}}
+	case 525:
+		return struct {
+			Core
+			latestPart
+			expirePart
+			compactPart
+			oncePart
+		}{core, latestPart{p.Latest}, expirePart{p.Expirer}, compactPart{p.Compaction}, oncePart{p.Once}}
+	case 526:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			oncePart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, oncePart{p.Once}}
+	case 527:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, oncePart{p.Once}}
+	case 536:
+		return struct {
+			Core
+			compactPart
+			deferPart
+			oncePart
+		}{core, compactPart{p.Compaction}, deferPart{p.Deferrer}, oncePart{p.Once}}
+	case 537:
+		return struct {
+			Core
+			latestPart
+			compactPart
+			deferPart
+			oncePart
+		}{core, latestPart{p.Latest}, compactPart{p.Compaction}, deferPart{p.Deferrer}, oncePart{p.Once}}
+	case 538:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			deferPart
+			oncePart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, oncePart{p.Once}}
+	case 539:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			deferPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, oncePart{p.Once}}
+	case 540:
+		return struct {
+			Core
+			expirePart
+			compactPart
+			deferPart
+			oncePart
+		}{core, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, oncePart{p.Once}}
+	case 541:
+		return struct {
+			Core
+			latestPart
+			expirePart
+			compactPart
+			deferPart
+			oncePart
+		}{core, latestPart{p.Latest}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, oncePart{p.Once}}
+	case 542:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			oncePart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, oncePart{p.Once}}
+	case 543:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, oncePart{p.Once}}
+	case 544:
+		return struct {
+			Core
+			checkpointPart
+			oncePart
+		}{core, checkpointPart{p.Checkpoints}, oncePart{p.Once}}
+	case 545:
+		return struct {
+			Core
+			latestPart
+			checkpointPart
+			oncePart
+		}{core, latestPart{p.Latest}, checkpointPart{p.Checkpoints}, oncePart{p.Once}}
+	case 546:
+		return struct {
+			Core
+			replacePart
+			checkpointPart
+			oncePart
+		}{core, replacePart{p.Replace}, checkpointPart{p.Checkpoints}, oncePart{p.Once}}
+	case 547:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			checkpointPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, checkpointPart{p.Checkpoints}, oncePart{p.Once}}
+	case 548:
+		return struct {
+			Core
+			expirePart
+			checkpointPart
+			oncePart
+		}{core, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, oncePart{p.Once}}
+	case 549:
+		return struct {
+			Core
+			latestPart
+			expirePart
+			checkpointPart
+			oncePart
+		}{core, latestPart{p.Latest}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, oncePart{p.Once}}
+	case 550:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			checkpointPart
+			oncePart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, oncePart{p.Once}}
+	case 551:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			checkpointPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, oncePart{p.Once}}
+	case 552:
+		return struct {
+			Core
+			compactPart
+			checkpointPart
+			oncePart
+		}{core, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, oncePart{p.Once}}
+	case 553:
+		return struct {
+			Core
+			latestPart
+			compactPart
+			checkpointPart
+			oncePart
+		}{core, latestPart{p.Latest}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, oncePart{p.Once}}
+	case 554:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			checkpointPart
+			oncePart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, oncePart{p.Once}}
+	case 555:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			checkpointPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, oncePart{p.Once}}
+	case 556:
+		return struct {
+			Core
+			expirePart
+			compactPart
+			checkpointPart
+			oncePart
+		}{core, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, oncePart{p.Once}}
+	case 557:
+		return struct {
+			Core
+			latestPart
+			expirePart
+			compactPart
+			checkpointPart
+			oncePart
+		}{core, latestPart{p.Latest}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, oncePart{p.Once}}
+	case 558:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			checkpointPart
+			oncePart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, oncePart{p.Once}}
+	case 559:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			checkpointPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, oncePart{p.Once}}
+	case 568:
+		return struct {
+			Core
+			compactPart
+			deferPart
+			checkpointPart
+			oncePart
+		}{core, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, oncePart{p.Once}}
+	case 569:
+		return struct {
+			Core
+			latestPart
+			compactPart
+			deferPart
+			checkpointPart
+			oncePart
+		}{core, latestPart{p.Latest}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, oncePart{p.Once}}
+	case 570:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			deferPart
+			checkpointPart
+			oncePart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, oncePart{p.Once}}
+	case 571:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			deferPart
+			checkpointPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, oncePart{p.Once}}
+	case 572:
+		return struct {
+			Core
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			oncePart
+		}{core, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, oncePart{p.Once}}
+	case 573:
+		return struct {
+			Core
+			latestPart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			oncePart
+		}{core, latestPart{p.Latest}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, oncePart{p.Once}}
+	case 574:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			oncePart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, oncePart{p.Once}}
+	case 575:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, oncePart{p.Once}}
+	case 608:
+		return struct {
+			Core
+			checkpointPart
+			commitPart
+			oncePart
+		}{core, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, oncePart{p.Once}}
+	case 609:
+		return struct {
+			Core
+			latestPart
+			checkpointPart
+			commitPart
+			oncePart
+		}{core, latestPart{p.Latest}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, oncePart{p.Once}}
+	case 610:
+		return struct {
+			Core
+			replacePart
+			checkpointPart
+			commitPart
+			oncePart
+		}{core, replacePart{p.Replace}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, oncePart{p.Once}}
+	case 611:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			checkpointPart
+			commitPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, oncePart{p.Once}}
+	case 612:
+		return struct {
+			Core
+			expirePart
+			checkpointPart
+			commitPart
+			oncePart
+		}{core, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, oncePart{p.Once}}
+	case 613:
+		return struct {
+			Core
+			latestPart
+			expirePart
+			checkpointPart
+			commitPart
+			oncePart
+		}{core, latestPart{p.Latest}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, oncePart{p.Once}}
+	case 614:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			checkpointPart
+			commitPart
+			oncePart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, oncePart{p.Once}}
+	case 615:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			checkpointPart
+			commitPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, oncePart{p.Once}}
+	case 616:
+		return struct {
+			Core
+			compactPart
+			checkpointPart
+			commitPart
+			oncePart
+		}{core, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, oncePart{p.Once}}
+	case 617:
+		return struct {
+			Core
+			latestPart
+			compactPart
+			checkpointPart
+			commitPart
+			oncePart
+		}{core, latestPart{p.Latest}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, oncePart{p.Once}}
+	case 618:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			checkpointPart
+			commitPart
+			oncePart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, oncePart{p.Once}}
+	case 619:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			checkpointPart
+			commitPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, oncePart{p.Once}}
+	case 620:
+		return struct {
+			Core
+			expirePart
+			compactPart
+			checkpointPart
+			commitPart
+			oncePart
+		}{core, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, oncePart{p.Once}}
+	case 621:
+		return struct {
+			Core
+			latestPart
+			expirePart
+			compactPart
+			checkpointPart
+			commitPart
+			oncePart
+		}{core, latestPart{p.Latest}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, oncePart{p.Once}}
+	case 622:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			checkpointPart
+			commitPart
+			oncePart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, oncePart{p.Once}}
+	case 623:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			checkpointPart
+			commitPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, oncePart{p.Once}}
+	case 632:
+		return struct {
+			Core
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			oncePart
+		}{core, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, oncePart{p.Once}}
+	case 633:
+		return struct {
+			Core
+			latestPart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			oncePart
+		}{core, latestPart{p.Latest}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, oncePart{p.Once}}
+	case 634:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			oncePart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, oncePart{p.Once}}
+	case 635:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, oncePart{p.Once}}
+	case 636:
+		return struct {
+			Core
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			oncePart
+		}{core, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, oncePart{p.Once}}
+	case 637:
+		return struct {
+			Core
+			latestPart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			oncePart
+		}{core, latestPart{p.Latest}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, oncePart{p.Once}}
+	case 638:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			oncePart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, oncePart{p.Once}}
+	case 639:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, oncePart{p.Once}}
+	case 642:
+		return struct {
+			Core
+			replacePart
+			versionedPart
+			oncePart
+		}{core, replacePart{p.Replace}, versionedPart{p.Versioned}, oncePart{p.Once}}
+	case 643:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			versionedPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, versionedPart{p.Versioned}, oncePart{p.Once}}
+	case 646:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			versionedPart
+			oncePart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, versionedPart{p.Versioned}, oncePart{p.Once}}
+	case 647:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			versionedPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, versionedPart{p.Versioned}, oncePart{p.Once}}
+	case 650:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			versionedPart
+			oncePart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, versionedPart{p.Versioned}, oncePart{p.Once}}
+	case 651:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			versionedPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, versionedPart{p.Versioned}, oncePart{p.Once}}
+	case 654:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			versionedPart
+			oncePart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, versionedPart{p.Versioned}, oncePart{p.Once}}
+	case 655:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			versionedPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, versionedPart{p.Versioned}, oncePart{p.Once}}
+	case 666:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			deferPart
+			versionedPart
+			oncePart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, versionedPart{p.Versioned}, oncePart{p.Once}}
+	case 667:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			deferPart
+			versionedPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, versionedPart{p.Versioned}, oncePart{p.Once}}
+	case 670:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			versionedPart
+			oncePart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, versionedPart{p.Versioned}, oncePart{p.Once}}
+	case 671:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			versionedPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, versionedPart{p.Versioned}, oncePart{p.Once}}
+	case 674:
+		return struct {
+			Core
+			replacePart
+			checkpointPart
+			versionedPart
+			oncePart
+		}{core, replacePart{p.Replace}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}, oncePart{p.Once}}
+	case 675:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			checkpointPart
+			versionedPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}, oncePart{p.Once}}
+	case 678:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			checkpointPart
+			versionedPart
+			oncePart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}, oncePart{p.Once}}
+	case 679:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			checkpointPart
+			versionedPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}, oncePart{p.Once}}
+	case 682:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			checkpointPart
+			versionedPart
+			oncePart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}, oncePart{p.Once}}
+	case 683:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			checkpointPart
+			versionedPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}, oncePart{p.Once}}
+	case 686:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			checkpointPart
+			versionedPart
+			oncePart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}, oncePart{p.Once}}
+	case 687:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			checkpointPart
+			versionedPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}, oncePart{p.Once}}
+	case 698:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			deferPart
+			checkpointPart
+			versionedPart
+			oncePart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}, oncePart{p.Once}}
+	case 699:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			deferPart
+			checkpointPart
+			versionedPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}, oncePart{p.Once}}
+	case 702:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			versionedPart
+			oncePart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}, oncePart{p.Once}}
+	case 703:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			versionedPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}, oncePart{p.Once}}
+	case 738:
+		return struct {
+			Core
+			replacePart
+			checkpointPart
+			commitPart
+			versionedPart
+			oncePart
+		}{core, replacePart{p.Replace}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}, oncePart{p.Once}}
+	case 739:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			checkpointPart
+			commitPart
+			versionedPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}, oncePart{p.Once}}
+	case 742:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			checkpointPart
+			commitPart
+			versionedPart
+			oncePart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}, oncePart{p.Once}}
+	case 743:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			checkpointPart
+			commitPart
+			versionedPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}, oncePart{p.Once}}
+	case 746:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			checkpointPart
+			commitPart
+			versionedPart
+			oncePart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}, oncePart{p.Once}}
+	case 747:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			checkpointPart
+			commitPart
+			versionedPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}, oncePart{p.Once}}
+	case 750:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			checkpointPart
+			commitPart
+			versionedPart
+			oncePart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}, oncePart{p.Once}}
+	case 751:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			checkpointPart
+			commitPart
+			versionedPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}, oncePart{p.Once}}
+	case 762:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			versionedPart
+			oncePart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}, oncePart{p.Once}}
+	case 763:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			versionedPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}, oncePart{p.Once}}
+	case 766:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			versionedPart
+			oncePart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}, oncePart{p.Once}}
+	case 767:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			versionedPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}, oncePart{p.Once}}
+	case 768:
+		return struct {
+			Core
+			followPart
+			oncePart
+		}{core, followPart{p.Follow}, oncePart{p.Once}}
+	case 769:
+		return struct {
+			Core
+			latestPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, followPart{p.Follow}, oncePart{p.Once}}
+	case 770:
+		return struct {
+			Core
+			replacePart
+			followPart
+			oncePart
+		}{core, replacePart{p.Replace}, followPart{p.Follow}, oncePart{p.Once}}
+	case 771:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, followPart{p.Follow}, oncePart{p.Once}}
+	case 772:
+		return struct {
+			Core
+			expirePart
+			followPart
+			oncePart
+		}{core, expirePart{p.Expirer}, followPart{p.Follow}, oncePart{p.Once}}
+	case 773:
+		return struct {
+			Core
+			latestPart
+			expirePart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, expirePart{p.Expirer}, followPart{p.Follow}, oncePart{p.Once}}
+	case 774:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			followPart
+			oncePart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, followPart{p.Follow}, oncePart{p.Once}}
+	case 775:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, followPart{p.Follow}, oncePart{p.Once}}
+	case 776:
+		return struct {
+			Core
+			compactPart
+			followPart
+			oncePart
+		}{core, compactPart{p.Compaction}, followPart{p.Follow}, oncePart{p.Once}}
+	case 777:
+		return struct {
+			Core
+			latestPart
+			compactPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, compactPart{p.Compaction}, followPart{p.Follow}, oncePart{p.Once}}
+	case 778:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			followPart
+			oncePart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, followPart{p.Follow}, oncePart{p.Once}}
+	case 779:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, followPart{p.Follow}, oncePart{p.Once}}
+	case 780:
+		return struct {
+			Core
+			expirePart
+			compactPart
+			followPart
+			oncePart
+		}{core, expirePart{p.Expirer}, compactPart{p.Compaction}, followPart{p.Follow}, oncePart{p.Once}}
+	case 781:
+		return struct {
+			Core
+			latestPart
+			expirePart
+			compactPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, expirePart{p.Expirer}, compactPart{p.Compaction}, followPart{p.Follow}, oncePart{p.Once}}
+	case 782:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			followPart
+			oncePart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, followPart{p.Follow}, oncePart{p.Once}}
+	case 783:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, followPart{p.Follow}, oncePart{p.Once}}
+	case 792:
+		return struct {
+			Core
+			compactPart
+			deferPart
+			followPart
+			oncePart
+		}{core, compactPart{p.Compaction}, deferPart{p.Deferrer}, followPart{p.Follow}, oncePart{p.Once}}
+	case 793:
+		return struct {
+			Core
+			latestPart
+			compactPart
+			deferPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, compactPart{p.Compaction}, deferPart{p.Deferrer}, followPart{p.Follow}, oncePart{p.Once}}
+	case 794:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			deferPart
+			followPart
+			oncePart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, followPart{p.Follow}, oncePart{p.Once}}
+	case 795:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			deferPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, followPart{p.Follow}, oncePart{p.Once}}
+	case 796:
+		return struct {
+			Core
+			expirePart
+			compactPart
+			deferPart
+			followPart
+			oncePart
+		}{core, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, followPart{p.Follow}, oncePart{p.Once}}
+	case 797:
+		return struct {
+			Core
+			latestPart
+			expirePart
+			compactPart
+			deferPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, followPart{p.Follow}, oncePart{p.Once}}
+	case 798:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			followPart
+			oncePart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, followPart{p.Follow}, oncePart{p.Once}}
+	case 799:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, followPart{p.Follow}, oncePart{p.Once}}
+	case 800:
+		return struct {
+			Core
+			checkpointPart
+			followPart
+			oncePart
+		}{core, checkpointPart{p.Checkpoints}, followPart{p.Follow}, oncePart{p.Once}}
+	case 801:
+		return struct {
+			Core
+			latestPart
+			checkpointPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, checkpointPart{p.Checkpoints}, followPart{p.Follow}, oncePart{p.Once}}
+	case 802:
+		return struct {
+			Core
+			replacePart
+			checkpointPart
+			followPart
+			oncePart
+		}{core, replacePart{p.Replace}, checkpointPart{p.Checkpoints}, followPart{p.Follow}, oncePart{p.Once}}
+	case 803:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			checkpointPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, checkpointPart{p.Checkpoints}, followPart{p.Follow}, oncePart{p.Once}}
+	case 804:
+		return struct {
+			Core
+			expirePart
+			checkpointPart
+			followPart
+			oncePart
+		}{core, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, followPart{p.Follow}, oncePart{p.Once}}
+	case 805:
+		return struct {
+			Core
+			latestPart
+			expirePart
+			checkpointPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, followPart{p.Follow}, oncePart{p.Once}}
+	case 806:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			checkpointPart
+			followPart
+			oncePart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, followPart{p.Follow}, oncePart{p.Once}}
+	case 807:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			checkpointPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, followPart{p.Follow}, oncePart{p.Once}}
+	case 808:
+		return struct {
+			Core
+			compactPart
+			checkpointPart
+			followPart
+			oncePart
+		}{core, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, followPart{p.Follow}, oncePart{p.Once}}
+	case 809:
+		return struct {
+			Core
+			latestPart
+			compactPart
+			checkpointPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, followPart{p.Follow}, oncePart{p.Once}}
+	case 810:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			checkpointPart
+			followPart
+			oncePart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, followPart{p.Follow}, oncePart{p.Once}}
+	case 811:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			checkpointPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, followPart{p.Follow}, oncePart{p.Once}}
+	case 812:
+		return struct {
+			Core
+			expirePart
+			compactPart
+			checkpointPart
+			followPart
+			oncePart
+		}{core, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, followPart{p.Follow}, oncePart{p.Once}}
+	case 813:
+		return struct {
+			Core
+			latestPart
+			expirePart
+			compactPart
+			checkpointPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, followPart{p.Follow}, oncePart{p.Once}}
+	case 814:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			checkpointPart
+			followPart
+			oncePart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, followPart{p.Follow}, oncePart{p.Once}}
+	case 815:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			checkpointPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, followPart{p.Follow}, oncePart{p.Once}}
+	case 824:
+		return struct {
+			Core
+			compactPart
+			deferPart
+			checkpointPart
+			followPart
+			oncePart
+		}{core, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, followPart{p.Follow}, oncePart{p.Once}}
+	case 825:
+		return struct {
+			Core
+			latestPart
+			compactPart
+			deferPart
+			checkpointPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, followPart{p.Follow}, oncePart{p.Once}}
+	case 826:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			deferPart
+			checkpointPart
+			followPart
+			oncePart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, followPart{p.Follow}, oncePart{p.Once}}
+	case 827:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			deferPart
+			checkpointPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, followPart{p.Follow}, oncePart{p.Once}}
+	case 828:
+		return struct {
+			Core
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			followPart
+			oncePart
+		}{core, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, followPart{p.Follow}, oncePart{p.Once}}
+	case 829:
+		return struct {
+			Core
+			latestPart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, followPart{p.Follow}, oncePart{p.Once}}
+	case 830:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			followPart
+			oncePart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, followPart{p.Follow}, oncePart{p.Once}}
+	case 831:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, followPart{p.Follow}, oncePart{p.Once}}
+	case 864:
+		return struct {
+			Core
+			checkpointPart
+			commitPart
+			followPart
+			oncePart
+		}{core, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}, oncePart{p.Once}}
+	case 865:
+		return struct {
+			Core
+			latestPart
+			checkpointPart
+			commitPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}, oncePart{p.Once}}
+	case 866:
+		return struct {
+			Core
+			replacePart
+			checkpointPart
+			commitPart
+			followPart
+			oncePart
+		}{core, replacePart{p.Replace}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}, oncePart{p.Once}}
+	case 867:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			checkpointPart
+			commitPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}, oncePart{p.Once}}
+	case 868:
+		return struct {
+			Core
+			expirePart
+			checkpointPart
+			commitPart
+			followPart
+			oncePart
+		}{core, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}, oncePart{p.Once}}
+	case 869:
+		return struct {
+			Core
+			latestPart
+			expirePart
+			checkpointPart
+			commitPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}, oncePart{p.Once}}
+	case 870:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			checkpointPart
+			commitPart
+			followPart
+			oncePart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}, oncePart{p.Once}}
+	case 871:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			checkpointPart
+			commitPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}, oncePart{p.Once}}
+	case 872:
+		return struct {
+			Core
+			compactPart
+			checkpointPart
+			commitPart
+			followPart
+			oncePart
+		}{core, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}, oncePart{p.Once}}
+	case 873:
+		return struct {
+			Core
+			latestPart
+			compactPart
+			checkpointPart
+			commitPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}, oncePart{p.Once}}
+	case 874:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			checkpointPart
+			commitPart
+			followPart
+			oncePart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}, oncePart{p.Once}}
+	case 875:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			checkpointPart
+			commitPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}, oncePart{p.Once}}
+	case 876:
+		return struct {
+			Core
+			expirePart
+			compactPart
+			checkpointPart
+			commitPart
+			followPart
+			oncePart
+		}{core, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}, oncePart{p.Once}}
+	case 877:
+		return struct {
+			Core
+			latestPart
+			expirePart
+			compactPart
+			checkpointPart
+			commitPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}, oncePart{p.Once}}
+	case 878:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			checkpointPart
+			commitPart
+			followPart
+			oncePart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}, oncePart{p.Once}}
+	case 879:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			checkpointPart
+			commitPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}, oncePart{p.Once}}
+	case 888:
+		return struct {
+			Core
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			followPart
+			oncePart
+		}{core, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}, oncePart{p.Once}}
+	case 889:
+		return struct {
+			Core
+			latestPart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}, oncePart{p.Once}}
+	case 890:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			followPart
+			oncePart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}, oncePart{p.Once}}
+	case 891:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}, oncePart{p.Once}}
+	case 892:
+		return struct {
+			Core
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			followPart
+			oncePart
+		}{core, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}, oncePart{p.Once}}
+	case 893:
+		return struct {
+			Core
+			latestPart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}, oncePart{p.Once}}
+	case 894:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			followPart
+			oncePart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}, oncePart{p.Once}}
+	case 895:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, followPart{p.Follow}, oncePart{p.Once}}
+	case 898:
+		return struct {
+			Core
+			replacePart
+			versionedPart
+			followPart
+			oncePart
+		}{core, replacePart{p.Replace}, versionedPart{p.Versioned}, followPart{p.Follow}, oncePart{p.Once}}
+	case 899:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			versionedPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, versionedPart{p.Versioned}, followPart{p.Follow}, oncePart{p.Once}}
+	case 902:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			versionedPart
+			followPart
+			oncePart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, versionedPart{p.Versioned}, followPart{p.Follow}, oncePart{p.Once}}
+	case 903:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			versionedPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, versionedPart{p.Versioned}, followPart{p.Follow}, oncePart{p.Once}}
+	case 906:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			versionedPart
+			followPart
+			oncePart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, versionedPart{p.Versioned}, followPart{p.Follow}, oncePart{p.Once}}
+	case 907:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			versionedPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, versionedPart{p.Versioned}, followPart{p.Follow}, oncePart{p.Once}}
+	case 910:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			versionedPart
+			followPart
+			oncePart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, versionedPart{p.Versioned}, followPart{p.Follow}, oncePart{p.Once}}
+	case 911:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			versionedPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, versionedPart{p.Versioned}, followPart{p.Follow}, oncePart{p.Once}}
+	case 922:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			deferPart
+			versionedPart
+			followPart
+			oncePart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, versionedPart{p.Versioned}, followPart{p.Follow}, oncePart{p.Once}}
+	case 923:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			deferPart
+			versionedPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, versionedPart{p.Versioned}, followPart{p.Follow}, oncePart{p.Once}}
+	case 926:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			versionedPart
+			followPart
+			oncePart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, versionedPart{p.Versioned}, followPart{p.Follow}, oncePart{p.Once}}
+	case 927:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			versionedPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, versionedPart{p.Versioned}, followPart{p.Follow}, oncePart{p.Once}}
+	case 930:
+		return struct {
+			Core
+			replacePart
+			checkpointPart
+			versionedPart
+			followPart
+			oncePart
+		}{core, replacePart{p.Replace}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}, followPart{p.Follow}, oncePart{p.Once}}
+	case 931:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			checkpointPart
+			versionedPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}, followPart{p.Follow}, oncePart{p.Once}}
+	case 934:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			checkpointPart
+			versionedPart
+			followPart
+			oncePart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}, followPart{p.Follow}, oncePart{p.Once}}
+	case 935:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			checkpointPart
+			versionedPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}, followPart{p.Follow}, oncePart{p.Once}}
+	case 938:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			checkpointPart
+			versionedPart
+			followPart
+			oncePart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}, followPart{p.Follow}, oncePart{p.Once}}
+	case 939:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			checkpointPart
+			versionedPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}, followPart{p.Follow}, oncePart{p.Once}}
+	case 942:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			checkpointPart
+			versionedPart
+			followPart
+			oncePart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}, followPart{p.Follow}, oncePart{p.Once}}
+	case 943:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			checkpointPart
+			versionedPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}, followPart{p.Follow}, oncePart{p.Once}}
+	case 954:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			deferPart
+			checkpointPart
+			versionedPart
+			followPart
+			oncePart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}, followPart{p.Follow}, oncePart{p.Once}}
+	case 955:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			deferPart
+			checkpointPart
+			versionedPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}, followPart{p.Follow}, oncePart{p.Once}}
+	case 958:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			versionedPart
+			followPart
+			oncePart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}, followPart{p.Follow}, oncePart{p.Once}}
+	case 959:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			versionedPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, versionedPart{p.Versioned}, followPart{p.Follow}, oncePart{p.Once}}
+	case 994:
+		return struct {
+			Core
+			replacePart
+			checkpointPart
+			commitPart
+			versionedPart
+			followPart
+			oncePart
+		}{core, replacePart{p.Replace}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}, followPart{p.Follow}, oncePart{p.Once}}
+	case 995:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			checkpointPart
+			commitPart
+			versionedPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}, followPart{p.Follow}, oncePart{p.Once}}
+	case 998:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			checkpointPart
+			commitPart
+			versionedPart
+			followPart
+			oncePart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}, followPart{p.Follow}, oncePart{p.Once}}
+	case 999:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			checkpointPart
+			commitPart
+			versionedPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}, followPart{p.Follow}, oncePart{p.Once}}
+	case 1002:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			checkpointPart
+			commitPart
+			versionedPart
+			followPart
+			oncePart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}, followPart{p.Follow}, oncePart{p.Once}}
+	case 1003:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			checkpointPart
+			commitPart
+			versionedPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}, followPart{p.Follow}, oncePart{p.Once}}
+	case 1006:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			checkpointPart
+			commitPart
+			versionedPart
+			followPart
+			oncePart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}, followPart{p.Follow}, oncePart{p.Once}}
+	case 1007:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			checkpointPart
+			commitPart
+			versionedPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}, followPart{p.Follow}, oncePart{p.Once}}
+	case 1018:
+		return struct {
+			Core
+			replacePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			versionedPart
+			followPart
+			oncePart
+		}{core, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}, followPart{p.Follow}, oncePart{p.Once}}
+	case 1019:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			versionedPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}, followPart{p.Follow}, oncePart{p.Once}}
+	case 1022:
+		return struct {
+			Core
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			versionedPart
+			followPart
+			oncePart
+		}{core, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}, followPart{p.Follow}, oncePart{p.Once}}
+	case 1023:
+		return struct {
+			Core
+			latestPart
+			replacePart
+			expirePart
+			compactPart
+			deferPart
+			checkpointPart
+			commitPart
+			versionedPart
+			followPart
+			oncePart
+		}{core, latestPart{p.Latest}, replacePart{p.Replace}, expirePart{p.Expirer}, compactPart{p.Compaction}, deferPart{p.Deferrer}, checkpointPart{p.Checkpoints}, commitPart{p.Commit}, versionedPart{p.Versioned}, followPart{p.Follow}, oncePart{p.Once}}
 	}
 	panic("capwrap: impossible part mask")
 }

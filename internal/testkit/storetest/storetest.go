@@ -55,7 +55,7 @@ func Unique(prefix string) string {
 // the wrappers' suites run the held-write part over the Mongo-wire server
 // only in adapters/mongo, where it takes minutes (every abandoned
 // reservation a fault leaves holds the next append for its 2 s).
-var ContractOnly = regexp.MustCompile(`^(core|input|ids|corrupt|cancel|concurrency|capabilities|limit|replace|run-context|ttl|checkpoints|checkpoint-commit|versioned-replace)/`)
+var ContractOnly = regexp.MustCompile(`^(core|input|ids|corrupt|cancel|concurrency|capabilities|limit|replace|run-context|ttl|checkpoints|checkpoint-commit|versioned-replace|follow|append-once)/`)
 
 // Options returns the conformance options a wrapper's suite uses on b:
 // on a Slow backend, the native contract alone.
