@@ -71,3 +71,50 @@ func ExampleReplaceIf() {
 	// true
 	// 2 items: nothing lost
 }
+
+// A runtime that keeps the conversation in memory reads only what another
+// process appended since its last read; a pop below its cursor is reported,
+// and the runtime reads the whole history again.
+func ExampleReadSince() {
+	ctx := context.Background()
+	s, _ := memory.NewSession("conversation-42")
+	_ = session.Append(ctx, s, []session.Item{session.MustItem(`{"role":"user","content":"hi"}`)})
+
+	seen, cursor, _ := session.ReadSince(ctx, s, "") // the zero Cursor: the whole history
+	fmt.Println("first read:", len(seen))
+
+	_ = session.Append(ctx, s, []session.Item{session.MustItem(`{"role":"assistant","content":"hello"}`)})
+	news, cursor, _ := session.ReadSince(ctx, s, cursor)
+	fmt.Println("new:", news[0])
+	news, cursor, _ = session.ReadSince(ctx, s, cursor)
+	fmt.Println("new:", len(news))
+
+	_, _, _ = session.Pop(ctx, s) // removes the item the cursor names
+	_, _, err := session.ReadSince(ctx, s, cursor)
+	fmt.Println(errors.Is(err, session.ErrCursorLost))
+	// Output:
+	// first read: 1
+	// new: {"role":"assistant","content":"hello"}
+	// new: 0
+	// true
+}
+
+// An append retried after its outcome was lost (a timeout,
+// ErrOutcomeUnknown, a crash) lands once when it carries the same
+// operation id.
+func ExampleAppendOnce() {
+	ctx := context.Background()
+	s, _ := memory.NewSession("conversation-42")
+	turn := []session.Item{session.MustItem(`{"role":"user","content":"hi"}`)}
+
+	appended, _ := session.AppendOnce(ctx, s, "turn-1", turn)
+	fmt.Println("first:", appended)
+	appended, _ = session.AppendOnce(ctx, s, "turn-1", turn) // the retry
+	fmt.Println("retry:", appended)
+	all, _ := session.All(ctx, s)
+	fmt.Println(len(all), "item")
+	// Output:
+	// first: true
+	// retry: false
+	// 1 item
+}
