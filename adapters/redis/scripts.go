@@ -263,19 +263,46 @@ return r
 // is one this library reads (a JSON object, as session.ParseItem accepts
 // it, NaN and the infinities included). It errs only one way: true means
 // the client will read the record, false means "not sure" (the client then
-// decides). It is true only when v starts with '{' and ends with '}' (no
-// surrounding whitespace), holds no control byte (they are refused inside
-// strings), is valid UTF-8 (no overlong form, no surrogate; checked only
-// when a byte is not printable ASCII), parses with
+// decides).
+//
+// readable_full(v) is the check itself. It is true only when v starts with
+// '{' and ends with '}' (no surrounding whitespace), holds no control byte
+// (they are refused inside strings), is valid UTF-8 (no overlong form, no
+// surrogate; checked only when a byte is not printable ASCII), parses with
 // cjson (structure, strings, escapes; cjson refuses lone \u surrogates,
 // which the client would read: "not sure"), and every token outside the
 // strings is true, false, null, NaN, Infinity, -Infinity or a number of
-// RFC 8259's grammar: cjson alone also takes nan, 0x10, 01, 1., .5, +1,
-// inf and NaN(1), which the client refuses.
+// RFC 8259's grammar (tokens_ok): cjson alone also takes nan, 0x10, 01,
+// 1., .5, +1, inf and NaN(1), which the client refuses.
+//
+// readable(v) gives the same answer, faster for the common record: one of
+// printable ASCII whose escapes are all single-character ones (\n, \",
+// ...). Each such escape is replaced by '_' (a string character, and no
+// JSON token outside a string), the strings are then emptied ('%b""' pairs
+// the quotes as a JSON lexer does once no backslash is left), and cjson
+// parses only that skeleton: the skeleton parses exactly when v does, and
+// holds the same tokens, without cjson building v's strings. Any other
+// record goes to readable_full. Lua's byte classes cost per byte, so the
+// printable-ASCII test is one anchored match ('^[ -~]*$'), not a search
+// for the first byte outside.
 const readableSrc = `
-local function readable(v)
+local function tokens_ok(skel)
+  if string.find(skel, '^[{}%[%]:, "]*$') then return true end
+  for tok in string.gmatch(skel, '[^{}%[%]:, "]+') do
+    if tok ~= 'true' and tok ~= 'false' and tok ~= 'null' and tok ~= 'NaN'
+        and tok ~= 'Infinity' and tok ~= '-Infinity' then
+      local p = string.match(tok, '^%-?0()') or string.match(tok, '^%-?[1-9]%d*()')
+      if not p then return false end
+      p = string.match(tok, '^%.%d+()', p) or p
+      p = string.match(tok, '^[eE][%+%-]?%d+()', p) or p
+      if p ~= #tok + 1 then return false end
+    end
+  end
+  return true
+end
+local function readable_full(v)
   if string.byte(v, 1) ~= 123 or string.byte(v, -1) ~= 125 then return false end
-  if string.find(v, '[^ -~]') then
+  if not string.find(v, '^[ -~]*$') then
     if string.find(v, '[%z\1-\31]') then return false end
     local t = string.gsub(v, '[\194-\223][\128-\191]', ' ')
     t = string.gsub(t, '\224[\160-\191][\128-\191]', ' ')
@@ -290,17 +317,19 @@ local function readable(v)
   local skel = v
   if string.find(skel, '\\', 1, true) then skel = string.gsub(skel, '\\.', '') end
   skel = string.gsub(skel, '%b""', '')
-  for tok in string.gmatch(skel, '[^{}%[%]:, ]+') do
-    if tok ~= 'true' and tok ~= 'false' and tok ~= 'null' and tok ~= 'NaN'
-        and tok ~= 'Infinity' and tok ~= '-Infinity' then
-      local p = string.match(tok, '^%-?0()') or string.match(tok, '^%-?[1-9]%d*()')
-      if not p then return false end
-      p = string.match(tok, '^%.%d+()', p) or p
-      p = string.match(tok, '^[eE][%+%-]?%d+()', p) or p
-      if p ~= #tok + 1 then return false end
-    end
+  return tokens_ok(skel)
+end
+local function readable(v)
+  if string.byte(v, 1) ~= 123 or string.byte(v, -1) ~= 125 then return false end
+  if not string.find(v, '^[ -~]*$') then return readable_full(v) end
+  local t = v
+  if string.find(t, '\\', 1, true) then
+    t = string.gsub(t, '\\["\\/bfnrt]', '_')
+    if string.find(t, '\\', 1, true) then return readable_full(v) end
   end
-  return true
+  local skel = string.gsub(t, '%b""', '""')
+  if not pcall(cjson.decode, skel) then return false end
+  return tokens_ok(skel)
 end
 `
 
