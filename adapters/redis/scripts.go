@@ -333,19 +333,28 @@ local function readable(v)
 end
 `
 
-// popSrc is PopItem's one round trip: it pops the newest record if
-// readable (readableSrc) says the client will read it, refreshing the
-// expiry of every key with a TTL (ARGV[1], milliseconds), and returns it
-// (a bulk string); it returns nil for an empty (or missing) list and,
-// having changed nothing, {record} (an array) when it is not sure, so that
-// the client decides (popIfSrc). The record is read with LINDEX and popped
-// only then: popping first and pushing an unsure record back would drop
-// the expiry of a list it was the only element of.
+// popSrc is PopItem's one round trip: it pops the newest record and
+// returns it (a bulk string) if readable (readableSrc) says the client
+// will read it, refreshing the expiry of every key with a TTL (ARGV[1],
+// milliseconds); it returns nil for an empty (or missing) list. A record
+// readable is not sure of is pushed back where it was and returned as
+// {record} (an array), so that the client decides (popIfSrc): the script
+// is atomic, so no one sees the list without it, and Redis lets a script
+// that has written go on writing (no OOM refusal), so the push cannot
+// fail. Popping first saves the copy a read (LINDEX) before the pop would
+// make of every record. When the record was the list's only element, the
+// pop deleted the key and its expiry: the expiry read first (PTTL) is set
+// again, so the push-back leaves the list as it was (its expiry may end
+// up later by the milliseconds the script ran, never earlier).
 const popSrc = readableSrc + `
-local v = redis.call('LINDEX', KEYS[1], -1)
+local pttl = redis.call('PTTL', KEYS[1])
+local v = redis.call('RPOP', KEYS[1])
 if not v then return false end
-if not readable(v) then return {v} end
-redis.call('RPOP', KEYS[1])
+if not readable(v) then
+  redis.call('RPUSH', KEYS[1], v)
+  if pttl > 0 and redis.call('LLEN', KEYS[1]) == 1 then redis.call('PEXPIRE', KEYS[1], pttl) end
+  return {v}
+end
 ` + expireSrc + `
 return v
 `

@@ -335,10 +335,14 @@ func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 		return session.Item{}, false, err
 	}
 	wctx := context.WithoutCancel(ctx)
+	keys := s.all
+	if s.st.ttlMS == 0 {
+		keys = s.keys[:1] // no expiry to refresh: the list is the only key the script touches
+	}
 	var res any
 	err := s.st.write(wctx, s.keys[0], func(p processor) (bool, error) {
 		var err error
-		res, err = s.st.runOn(wctx, p, popScript, s.all, s.st.ttlMS).Result()
+		res, err = s.st.runOn(wctx, p, popScript, keys, s.st.ttlMS).Result()
 		if errors.Is(err, goredis.Nil) {
 			res, err = nil, nil
 		}
