@@ -317,10 +317,11 @@ func (s *Session) writeArgs(items []session.Item, extra ...any) []any {
 const maxPopAttempts = 100
 
 // PopItem removes and returns the newest valid item, in one round trip
-// when the newest record is one the client reads: a script pops it only
-// if a cheap check on the server (a JSON object with nothing in it that
-// the client would refuse; see readableSrc) says so, and returns it. A
-// record the check is not sure of is returned unpopped: the client reads
+// when the newest record is one the client reads: a script pops it and
+// keeps it popped only if a cheap check on the server (a JSON object with
+// nothing in it that the client would refuse; see readableSrc) says so,
+// and returns it. A record the check is not sure of is put back in the
+// same script (popSrc) and returned: the client reads
 // it, and pops it with a second script that removes it only if it is
 // still the newest, byte for byte (two round trips, for such records
 // only). A record the library cannot read is never deleted: when the
