@@ -131,7 +131,7 @@ return v
 					c.Del(ctx, key)
 				}
 			})
-			popKeys := []string{k["evalsha-pop-script"], k["evalsha-pop-script"] + ":meta", k["evalsha-pop-script"] + ":ck"}
+			popKeys := []string{k["evalsha-pop-script"]} // as PopItem sends it without a TTL
 			interleaveN(b, []side{
 				{"rpop", func() error { return c.RPop(ctx, rawKey).Err() }},
 				{"evalsha-rpop", func() error { return ev(rpopOnly, []string{k["evalsha-rpop"]}) }},
