@@ -62,11 +62,12 @@
 //	Items         1  LRANGE 0 -1
 //	LatestItems   1  LRANGE -n -1; only when corrupt records are among the newest n does the
 //	                 window double and get read again, whole (one more round trip each time)
-//	PopItem       1  EVALSHA of a script that pops the newest record if a cheap check on the
-//	                 server says the client reads it, and returns it; for a record the check is
-//	                 not sure of (see "Corrupt records"), nothing is popped and 1 more: a script
-//	                 that pops it only if it is still the newest, byte for byte; the read window
-//	                 doubles (one more round trip each time) while it holds unreadable records only
+//	PopItem       1  EVALSHA of a script that pops the newest record and returns it if a cheap
+//	                 check on the server says the client reads it; a record the check is not
+//	                 sure of (see "Corrupt records") goes back in place, expiry included, in the
+//	                 same script, and 1 more: a script that pops it only if it is still the
+//	                 newest, byte for byte; the read window doubles (one more round trip each
+//	                 time) while it holds unreadable records only
 //	Clear         1  DEL of every key of the history (the checkpoint hash stays)
 //	ReplaceItems  1  EVALSHA: metadata + DEL + RPUSH + PEXPIRE, atomically
 //	HistoryVersion 1 EVALSHA: LRANGE 0 -1 and the SHA-1 of the records, on the server
@@ -90,7 +91,9 @@
 // so the check is cjson plus what cjson lets through, and errs one way
 // only: a record it is not sure of (one cjson refuses but the client
 // reads, such as a lone \u surrogate, surrounding whitespace or an
-// indented object) is left in place and returned, and the client decides.
+// indented object) is put back in place and returned, and the client
+// decides. For the common record (printable ASCII, single-character
+// escapes) cjson parses only the record's skeleton, its strings emptied.
 //
 // With RefreshOnRead and a TTL, Items and LatestItems run LRANGE and the
 // PEXPIREs in one script: still one round trip. The first script call on
@@ -275,8 +278,9 @@
 // hides valid items and never reduces a latest-N count), and each one is
 // reported through Options.OnCorrupt with its list index ("index 3", or
 // "index -2 (from the end)" for a latest-N read). PopItem never deletes
-// one (its one-round-trip script pops only records it knows the client
-// reads, and hands every other newest record back unpopped): it pops the newest valid item, leaves the unreadable records above
+// one (its one-round-trip script keeps only records it knows the client
+// reads, and puts every other newest record back, in the same atomic
+// script): it pops the newest valid item, leaves the unreadable records above
 // it in place byte for byte, and reports them ("index -1 (from the end),
 // kept"); Python's pop_item, by contrast, removes an unreadable newest
 // record and returns None.

@@ -112,6 +112,64 @@ func TestPopKeepsExpiry(t *testing.T) {
 	require.Greater(t, d, 59*time.Minute)
 }
 
+// TestPopUnsureKeepsExpiry: the pop script pops first and pushes back a
+// record its check is not sure of; when that record was the list's only
+// one, the pop deleted the key, and the push-back must give the list its
+// expiry again: never earlier, never lost. Covered: an unreadable record
+// (pushed back, nothing popped) and a readable one the check is not sure
+// of (pushed back, then popped by the client's compare-and-pop), each the
+// only record of a list with an expiry a foreign writer set.
+func TestPopUnsureKeepsExpiry(t *testing.T) {
+	ctx := context.Background()
+	c := standaloneClient(t)
+	var col driver.CorruptLog
+	st := newStore(t, c, Options{KeyPrefix: uniquePrefix(t), OnCorrupt: col.Handler()})
+	s, err := st.Session("ue")
+	require.NoError(t, err)
+	key := s.Keys()[0]
+	expireAt := func() int64 {
+		ms, err := c.Do(ctx, "pexpiretime", key).Int64()
+		require.NoError(t, err)
+		return ms
+	}
+	require.NoError(t, c.RPush(ctx, key, "garbage").Err())
+	at := time.Now().Add(time.Hour).UnixMilli()
+	require.NoError(t, c.PExpireAt(ctx, key, time.UnixMilli(at)).Err())
+	for range 3 {
+		_, ok, err := s.PopItem(ctx)
+		require.NoError(t, err)
+		require.False(t, ok)
+		got, err := c.LRange(ctx, key, 0, -1).Result()
+		require.NoError(t, err)
+		require.Equal(t, []string{"garbage"}, got)
+		now := expireAt()
+		require.GreaterOrEqual(t, now, at, "the expiry came earlier")
+		require.Less(t, now, at+60_000, "the expiry moved by more than the script's run")
+	}
+	require.NoError(t, c.Del(ctx, key).Err())
+	unsure := `{"a":"\ud800"}`
+	require.NoError(t, c.RPush(ctx, key, "garbage", unsure).Err())
+	require.NoError(t, c.PExpireAt(ctx, key, time.UnixMilli(at)).Err())
+	it, ok, err := s.PopItem(ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, unsure, it.String())
+	got, err := c.LRange(ctx, key, 0, -1).Result()
+	require.NoError(t, err)
+	require.Equal(t, []string{"garbage"}, got)
+	require.GreaterOrEqual(t, expireAt(), at)
+	require.NoError(t, c.Del(ctx, key).Err())
+	require.NoError(t, c.RPush(ctx, key, unsure).Err())
+	require.NoError(t, c.PExpireAt(ctx, key, time.UnixMilli(at)).Err())
+	it, ok, err = s.PopItem(ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, unsure, it.String())
+	n, err := c.Exists(ctx, key).Result()
+	require.NoError(t, err)
+	require.Zero(t, n)
+}
+
 // TestPopConcurrent: poppers racing appenders on one session: every item
 // appended is either popped exactly once or still stored, never both, never
 // lost, and unreadable records survive every pop.

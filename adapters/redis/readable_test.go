@@ -155,3 +155,95 @@ func TestPopUnsure(t *testing.T) {
 		})
 	}
 }
+
+// readableBothScript returns, for every ARGV, {readable(v), readable_full(v)}
+// as 1 or 0.
+var readableBothScript = newScript(readableSrc + `
+local r = {}
+for i, v in ipairs(ARGV) do
+  r[2 * i - 1] = readable(v) and 1 or 0
+  r[2 * i] = readable_full(v) and 1 or 0
+end
+return r
+`)
+
+// TestReadableFastPathAgrees: readable's fast path (escapes replaced, cjson
+// on the skeleton with emptied strings) answers as readable_full does, the
+// check TestReadableNeverOverclaims covers, on the edge cases and on
+// thousands of mutations of records full of escapes, strings and tokens;
+// and it takes every unmutated record.
+func TestReadableFastPathAgrees(t *testing.T) {
+	st := newStore(t, standaloneClient(t), Options{KeyPrefix: uniquePrefix(t)})
+	base := []string{
+		`{"a":"x\"y\\z\/w\b\f\n\r\t","b":[1,-2.5e+3,true,false,null,NaN,-Infinity],"c":{"d":""}}`,
+		`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"line\none \"quoted\"\n\tand C:\\path"}]}`,
+		`{"k":"\\","l":"\\\"","m":"a\\\\\"b","n":"\u00e9"}`,
+		`{"type":"function_call","call_id":"c1","arguments":"{\"x\":1,\"y\":[2,3]}","status":"completed"}`,
+	}
+	for _, it := range benchItems("f", 2) {
+		base = append(base, it.String())
+	}
+	for _, it := range popItemsOf(600, 1) {
+		base = append(base, it.String())
+	}
+	recs := append([]string{}, base...)
+	recs = append(recs, readableCorpus...)
+	recs = append(recs, unreadable...)
+	recs = append(recs, nanItems...)
+	rng := rand.New(rand.NewSource(2))
+	alphabet := []byte("{}[]:,\" \\\\\\/_bfnrtu0123456789.-+eEaNIx\t\n\x00\x7f\xc3\xa9\xff")
+	for i := 0; i < 6000; i++ {
+		b := []byte(base[rng.Intn(len(base))])
+		for n := 1 + rng.Intn(3); n > 0; n-- {
+			p := rng.Intn(len(b) + 1)
+			c := alphabet[rng.Intn(len(alphabet))]
+			switch rng.Intn(3) {
+			case 0:
+				b = append(b[:p:p], append([]byte{c}, b[p:]...)...)
+			case 1:
+				if p < len(b) {
+					b = append(b[:p:p], b[p+1:]...)
+				}
+			default:
+				if p < len(b) {
+					b[p] = c
+				}
+			}
+		}
+		recs = append(recs, string(b))
+	}
+	yes, fastYes := 0, 0
+	for len(recs) > 0 {
+		chunk := recs[:min(len(recs), 500)]
+		recs = recs[len(chunk):]
+		argv := make([]any, len(chunk))
+		for i, r := range chunk {
+			argv[i] = r
+		}
+		vals, err := st.run(context.Background(), readableBothScript, nil, argv...).Int64Slice()
+		require.NoError(t, err)
+		require.Len(t, vals, 2*len(chunk))
+		for i, r := range chunk {
+			fast, full := vals[2*i] == 1, vals[2*i+1] == 1
+			if fast != full {
+				t.Errorf("readable says %t, readable_full %t, for %q", fast, full, r)
+			}
+			if full {
+				yes++
+			}
+			_, err := driver.DecodeStoredString(string([]byte(r)))
+			if fast && err != nil {
+				t.Errorf("readable takes %q, which the client refuses: %v", r, err)
+			}
+		}
+		if fastYes == 0 {
+			for i := range base {
+				if i < len(chunk) && vals[2*i] == 1 {
+					fastYes++
+				}
+			}
+			require.Equal(t, len(base), fastYes, "every base record should be taken")
+		}
+	}
+	t.Logf("%d records taken by both checks", yes)
+}

@@ -263,19 +263,46 @@ return r
 // is one this library reads (a JSON object, as session.ParseItem accepts
 // it, NaN and the infinities included). It errs only one way: true means
 // the client will read the record, false means "not sure" (the client then
-// decides). It is true only when v starts with '{' and ends with '}' (no
-// surrounding whitespace), holds no control byte (they are refused inside
-// strings), is valid UTF-8 (no overlong form, no surrogate; checked only
-// when a byte is not printable ASCII), parses with
+// decides).
+//
+// readable_full(v) is the check itself. It is true only when v starts with
+// '{' and ends with '}' (no surrounding whitespace), holds no control byte
+// (they are refused inside strings), is valid UTF-8 (no overlong form, no
+// surrogate; checked only when a byte is not printable ASCII), parses with
 // cjson (structure, strings, escapes; cjson refuses lone \u surrogates,
 // which the client would read: "not sure"), and every token outside the
 // strings is true, false, null, NaN, Infinity, -Infinity or a number of
-// RFC 8259's grammar: cjson alone also takes nan, 0x10, 01, 1., .5, +1,
-// inf and NaN(1), which the client refuses.
+// RFC 8259's grammar (tokens_ok): cjson alone also takes nan, 0x10, 01,
+// 1., .5, +1, inf and NaN(1), which the client refuses.
+//
+// readable(v) gives the same answer, faster for the common record: one of
+// printable ASCII whose escapes are all single-character ones (\n, \",
+// ...). Each such escape is replaced by '_' (a string character, and no
+// JSON token outside a string), the strings are then emptied ('%b""' pairs
+// the quotes as a JSON lexer does once no backslash is left), and cjson
+// parses only that skeleton: the skeleton parses exactly when v does, and
+// holds the same tokens, without cjson building v's strings. Any other
+// record goes to readable_full. Lua's byte classes cost per byte, so the
+// printable-ASCII test is one anchored match ('^[ -~]*$'), not a search
+// for the first byte outside.
 const readableSrc = `
-local function readable(v)
+local function tokens_ok(skel)
+  if string.find(skel, '^[{}%[%]:, "]*$') then return true end
+  for tok in string.gmatch(skel, '[^{}%[%]:, "]+') do
+    if tok ~= 'true' and tok ~= 'false' and tok ~= 'null' and tok ~= 'NaN'
+        and tok ~= 'Infinity' and tok ~= '-Infinity' then
+      local p = string.match(tok, '^%-?0()') or string.match(tok, '^%-?[1-9]%d*()')
+      if not p then return false end
+      p = string.match(tok, '^%.%d+()', p) or p
+      p = string.match(tok, '^[eE][%+%-]?%d+()', p) or p
+      if p ~= #tok + 1 then return false end
+    end
+  end
+  return true
+end
+local function readable_full(v)
   if string.byte(v, 1) ~= 123 or string.byte(v, -1) ~= 125 then return false end
-  if string.find(v, '[^ -~]') then
+  if not string.find(v, '^[ -~]*$') then
     if string.find(v, '[%z\1-\31]') then return false end
     local t = string.gsub(v, '[\194-\223][\128-\191]', ' ')
     t = string.gsub(t, '\224[\160-\191][\128-\191]', ' ')
@@ -290,33 +317,44 @@ local function readable(v)
   local skel = v
   if string.find(skel, '\\', 1, true) then skel = string.gsub(skel, '\\.', '') end
   skel = string.gsub(skel, '%b""', '')
-  for tok in string.gmatch(skel, '[^{}%[%]:, ]+') do
-    if tok ~= 'true' and tok ~= 'false' and tok ~= 'null' and tok ~= 'NaN'
-        and tok ~= 'Infinity' and tok ~= '-Infinity' then
-      local p = string.match(tok, '^%-?0()') or string.match(tok, '^%-?[1-9]%d*()')
-      if not p then return false end
-      p = string.match(tok, '^%.%d+()', p) or p
-      p = string.match(tok, '^[eE][%+%-]?%d+()', p) or p
-      if p ~= #tok + 1 then return false end
-    end
+  return tokens_ok(skel)
+end
+local function readable(v)
+  if string.byte(v, 1) ~= 123 or string.byte(v, -1) ~= 125 then return false end
+  if not string.find(v, '^[ -~]*$') then return readable_full(v) end
+  local t = v
+  if string.find(t, '\\', 1, true) then
+    t = string.gsub(t, '\\["\\/bfnrt]', '_')
+    if string.find(t, '\\', 1, true) then return readable_full(v) end
   end
-  return true
+  local skel = string.gsub(t, '%b""', '""')
+  if not pcall(cjson.decode, skel) then return false end
+  return tokens_ok(skel)
 end
 `
 
-// popSrc is PopItem's one round trip: it pops the newest record if
-// readable (readableSrc) says the client will read it, refreshing the
-// expiry of every key with a TTL (ARGV[1], milliseconds), and returns it
-// (a bulk string); it returns nil for an empty (or missing) list and,
-// having changed nothing, {record} (an array) when it is not sure, so that
-// the client decides (popIfSrc). The record is read with LINDEX and popped
-// only then: popping first and pushing an unsure record back would drop
-// the expiry of a list it was the only element of.
+// popSrc is PopItem's one round trip: it pops the newest record and
+// returns it (a bulk string) if readable (readableSrc) says the client
+// will read it, refreshing the expiry of every key with a TTL (ARGV[1],
+// milliseconds); it returns nil for an empty (or missing) list. A record
+// readable is not sure of is pushed back where it was and returned as
+// {record} (an array), so that the client decides (popIfSrc): the script
+// is atomic, so no one sees the list without it, and Redis lets a script
+// that has written go on writing (no OOM refusal), so the push cannot
+// fail. Popping first saves the copy a read (LINDEX) before the pop would
+// make of every record. When the record was the list's only element, the
+// pop deleted the key and its expiry: the expiry read first (PTTL) is set
+// again, so the push-back leaves the list as it was (its expiry may end
+// up later by the milliseconds the script ran, never earlier).
 const popSrc = readableSrc + `
-local v = redis.call('LINDEX', KEYS[1], -1)
+local pttl = redis.call('PTTL', KEYS[1])
+local v = redis.call('RPOP', KEYS[1])
 if not v then return false end
-if not readable(v) then return {v} end
-redis.call('RPOP', KEYS[1])
+if not readable(v) then
+  redis.call('RPUSH', KEYS[1], v)
+  if pttl > 0 and redis.call('LLEN', KEYS[1]) == 1 then redis.call('PEXPIRE', KEYS[1], pttl) end
+  return {v}
+end
 ` + expireSrc + `
 return v
 `

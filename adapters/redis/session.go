@@ -317,10 +317,11 @@ func (s *Session) writeArgs(items []session.Item, extra ...any) []any {
 const maxPopAttempts = 100
 
 // PopItem removes and returns the newest valid item, in one round trip
-// when the newest record is one the client reads: a script pops it only
-// if a cheap check on the server (a JSON object with nothing in it that
-// the client would refuse; see readableSrc) says so, and returns it. A
-// record the check is not sure of is returned unpopped: the client reads
+// when the newest record is one the client reads: a script pops it and
+// keeps it popped only if a cheap check on the server (a JSON object with
+// nothing in it that the client would refuse; see readableSrc) says so,
+// and returns it. A record the check is not sure of is put back in the
+// same script (popSrc) and returned: the client reads
 // it, and pops it with a second script that removes it only if it is
 // still the newest, byte for byte (two round trips, for such records
 // only). A record the library cannot read is never deleted: when the
@@ -335,10 +336,14 @@ func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 		return session.Item{}, false, err
 	}
 	wctx := context.WithoutCancel(ctx)
+	keys := s.all
+	if s.st.ttlMS == 0 {
+		keys = s.keys[:1] // no expiry to refresh: the list is the only key the script touches
+	}
 	var res any
 	err := s.st.write(wctx, s.keys[0], func(p processor) (bool, error) {
 		var err error
-		res, err = s.st.runOn(wctx, p, popScript, s.all, s.st.ttlMS).Result()
+		res, err = s.st.runOn(wctx, p, popScript, keys, s.st.ttlMS).Result()
 		if errors.Is(err, goredis.Nil) {
 			res, err = nil, nil
 		}
