@@ -293,9 +293,15 @@ func newRawWriter(b *testing.B, db *sql.DB, st *Store, batchLen int) *rawWriter 
 		insert:      prepare(b, c, st.q.insertSQL(batchLen)),
 		commit:      prepare(b, c, "COMMIT"),
 		rollback:    prepare(b, c, "ROLLBACK"),
-		busyTimeout: DefaultBusyTimeout,
+		busyTimeout: rawBusyRetry,
 	}
 }
+
+// rawBusyRetry is how long a raw writer retries a BEGIN IMMEDIATE that
+// returns BUSY: longer than the connection's busy_timeout, because on a
+// loaded machine SQLite's busy handler (which sleeps, and is not fair) can
+// leave one of 16 writers waiting past it while the others commit.
+const rawBusyRetry = time.Minute
 
 // append writes one batch in its own transaction; BEGIN IMMEDIATE waits
 // for the lock through the connection's busy_timeout, and is retried on

@@ -156,12 +156,16 @@ func run(cfg config, command string) error {
 		LoadBefore: loadAvg(),
 	}
 	var results []Result
+	var failed []error
 	for _, j := range jobs(cfg) {
 		jm := jobMeta{Command: j.String(), LoadBefore: loadAvg()}
 		t0 := time.Now()
 		rs, err := runJob(j)
 		if err != nil {
-			return err
+			// The other jobs still run and are written; the failure is
+			// stated in results.md and fails the command at the end.
+			jm.Failed = err.Error()
+			failed = append(failed, err)
 		}
 		jm.LoadAfter, jm.Seconds = loadAvg(), int(time.Since(t0).Seconds())
 		m.GoTest = append(m.GoTest, j.String())
@@ -172,13 +176,13 @@ func run(cfg config, command string) error {
 	sortResults(results)
 	written, err := writeOutputs(cfg.out, results, m)
 	if err != nil {
-		return err
+		return errors.Join(append(failed, err)...)
 	}
 	fmt.Fprintf(os.Stderr, "benchchart: %d benchmarks in %s; wrote:\n", len(results), time.Since(start).Round(time.Second))
 	for _, p := range written {
 		fmt.Fprintln(os.Stderr, "  "+p)
 	}
-	return nil
+	return errors.Join(failed...)
 }
 
 // redraw writes the outputs again from the results.json cfg.from names,
@@ -201,7 +205,8 @@ func redraw(cfg config, _ string) error {
 }
 
 // runJob runs j, its output streamed to stderr, and returns the medians of
-// its results. A failed run, or one without results, is an error.
+// its results. A failed run, or one without results, is an error; the
+// results a failed run printed before it failed are returned with it.
 func runJob(j job) ([]Result, error) {
 	fmt.Fprintf(os.Stderr, "== %s\n", j)
 	var out bytes.Buffer
@@ -210,12 +215,20 @@ func runJob(j job) ([]Result, error) {
 	cmd.Stderr = os.Stderr
 	// A backend that cannot start fails the run instead of skipping it.
 	cmd.Env = append(os.Environ(), "SESSIONS_REQUIRE_BACKENDS=1")
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("%s: %w", j, err)
-	}
+	runErr := cmd.Run()
 	samples, err := Parse(&out)
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(runErr, err)
+	}
+	if runErr != nil {
+		// The go test output says which benchmark failed and why.
+		var why []string
+		for l := range strings.Lines(out.String()) {
+			if t := strings.TrimSpace(l); strings.HasPrefix(t, "--- FAIL") || strings.Contains(t, "_test.go:") {
+				why = append(why, t)
+			}
+		}
+		return Medians(j.label, samples), fmt.Errorf("%s: %w: %s", j, runErr, strings.Join(why, "; "))
 	}
 	if len(samples) == 0 {
 		return nil, fmt.Errorf("%s: no benchmark results in its output", j)
@@ -245,6 +258,7 @@ type jobMeta struct {
 	LoadBefore string `json:"load_before"`
 	LoadAfter  string `json:"load_after"`
 	Seconds    int    `json:"seconds"`
+	Failed     string `json:"failed,omitempty"` // why the run failed; its results printed before are kept
 }
 
 // machine describes the machine in one line.
@@ -543,6 +557,9 @@ func resultsMD(rs []Result, m meta) []byte {
 	if len(m.Jobs) > 0 {
 		for _, j := range m.Jobs {
 			fmt.Fprintf(&b, "  - `%s` (%s → %s, %ds)\n", j.Command, j.LoadBefore, j.LoadAfter, j.Seconds)
+			if j.Failed != "" {
+				fmt.Fprintf(&b, "    - **FAILED** (the results it printed before are kept): %s\n", j.Failed)
+			}
 		}
 	} else {
 		for _, c := range m.GoTest {
