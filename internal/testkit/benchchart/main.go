@@ -538,7 +538,7 @@ var rawSides = [][2]string{
 	{"postgres", "raw: a minimal table (id BIGSERIAL PRIMARY KEY, session_id, message_data; index (session_id, id)); raw-schema: the adapter's Python-compatible tables, in its (created_at, id) order. " +
 		"append: one prepared 20-row INSERT ... VALUES in autocommit (raw-schema: with the session upsert, one batch). latest: session_id >= $1 AND session_id <= $1 ORDER BY ... DESC LIMIT 50, scanned into strings. pop: one DELETE ... RETURNING."},
 	{"redis", "append: one RPUSH (with a TTL: RPUSH and two PEXPIRE, pipelined). latest: LRANGE -50 -1. pop: RPOP."},
-	{"mongo", "a collection of its own, one document per batch under a driver-made ObjectId, index {session_id, _id}. append: one InsertOne. latest: one Find sorted by _id descending, limited to the documents that hold 50 items, decoded into strings. pop: one FindOneAndUpdate $pop. Server: FerretDB."},
+	{"mongo", "a collection of its own, one document per batch under a driver-made ObjectId, index {session_id, _id}. append: one InsertOne (raw-schema: on the adapter's layout, the session document's $inc then the InsertOne). latest: one Find sorted by _id descending, limited to the documents that hold 50 items, decoded into strings. pop: one FindOneAndUpdate $pop. Server: FerretDB."},
 }
 
 // resultsMD returns results.md: when, where, how, and a table of every
