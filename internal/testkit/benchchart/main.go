@@ -34,6 +34,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -587,10 +588,24 @@ func resultsMD(rs []Result, m meta) []byte {
 	fmt.Fprintf(&b, "\n## Crash-safe save\n\nrunstate's Run.Turn (Save with Register) of a 20-item turn ÷ a plain AddItems of the same turn, interleaved on twin sessions (twin files on SQLite); target ≤ %.2f. "+
 		"atomic: the checkpoint committed with the append in one transaction (session.CheckpointCommitter); digest: the checkpoint saved before the append, the tail read, the checkpoint saved after (the only path on Mongo-wire).\n\n", saveTarget)
 	b.WriteString("| backend | runs | append µs | atomic µs | atomic ÷ append | digest µs | digest ÷ append |\n|---|--:|--:|--:|--:|--:|--:|\n")
+	var saves []Result
 	for _, r := range rs {
-		if !r.isSave() {
-			continue
+		if r.isSave() {
+			saves = append(saves, r)
 		}
+	}
+	// SQLite, PostgreSQL, Redis, then Mongo-wire, as in the other tables.
+	rank := func(r Result) int {
+		_, sub, _ := strings.Cut(r.Name, "/")
+		for i, p := range []string{"sqlite", "postgres", "redis", "mongo"} {
+			if strings.HasPrefix(sub, p) {
+				return i
+			}
+		}
+		return 4
+	}
+	slices.SortStableFunc(saves, func(a, b Result) int { return rank(a) - rank(b) })
+	for _, r := range saves {
 		_, sub, _ := strings.Cut(r.Name, "/")
 		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s |\n", sub, r.Runs,
 			cell(r, "append-µs", groupDigits), cell(r, "atomic-µs", groupDigits), spreadCell(r, "atomic/append"),
