@@ -60,9 +60,11 @@ lint: vet
 	$(STATICCHECK) $(PKGS)
 	@for m in $(NESTED); do (cd $$m && $(STATICCHECK) ./...) || exit 1; done
 
-## bench: every adapter against its raw driver in the same run (ratios are reported as metrics).
+## bench: every adapter against its raw driver in the same run (ratios are reported as metrics),
+## and the crash-safe save ratio on every backend (runstate).
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -count=1 ./adapters/... ./internal/pyjson/
+	$(GO) test -run='^$$' -bench=RunTurnRatio -count=1 ./runstate/
 
 ## fuzz: every fuzz target for FUZZTIME, FUZZJOBS targets at a time
 ## (the budget run: make fuzz FUZZTIME=10m FUZZJOBS=2).
@@ -71,7 +73,14 @@ FUZZJOBS ?= 1
 fuzz:
 	FUZZTIME=$(FUZZTIME) JOBS=$(FUZZJOBS) GO=$(GO) scripts/fuzz.sh
 
-## chart: run the SQLite and Redis benchmarks and write the library-vs-raw
-## charts and tables into docs/benchmarks (needs redis-server; a quiet machine).
-chart:
-	$(GO) run ./internal/testkit/benchchart -out docs/benchmarks
+## chart: the single operations of SQLite, PostgreSQL, Redis and Mongo-wire,
+## each interleaved with the tightest raw code, and the crash-safe save ratio,
+## CHART_COUNT runs each (ratios: median [min–max] of the per-run ratios), and
+## the concurrent appends; charts and tables into docs/benchmarks, with the
+## machine and its load average. Needs the test servers (redis-server,
+## initdb/postgres, FerretDB; see internal/testkit/testservers).
+## `make chart CHART_FLAGS=-quick` is a smoke run.
+CHART_COUNT ?= 6
+CHART_FLAGS ?=
+chart: launcher
+	$(GO) run ./internal/testkit/benchchart -out docs/benchmarks -count $(CHART_COUNT) $(CHART_FLAGS)

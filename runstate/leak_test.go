@@ -3,8 +3,10 @@ package runstate_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/agentsessions/sessions/internal/testkit/testservers"
 )
 
-// TestMain fails the run when a test leaves a goroutine behind.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain fails the run when a test leaves a goroutine behind, and stops
+// the servers the benchmarks of the server backends started
+// (BenchmarkRunTurnRatio).
+func TestMain(m *testing.M) { testservers.Main(m) }

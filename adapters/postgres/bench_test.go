@@ -4,79 +4,110 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentsessions/sessions/internal/testkit/interleave"
 	"github.com/agentsessions/sessions/session"
 )
 
-// The benchmarks compare the adapter with plain pgx on the same pool, the
-// same tables and the same sessions, doing the least work that gives the
-// same result:
+// The benchmarks compare the adapter with plain pgx on the same pool and
+// the same server, each side on a session of its own, interleaved op by op
+// with internal/testkit/interleave (medians per side; x-raw and
+// x-raw-schema are the adapter's ratios to each raw side). There are two
+// raw sides, so that the cost of the Python-compatible schema and the
+// cost of the library are told apart:
 //
-//	append 20   raw: one batch (one round trip, one implicit transaction)
-//	            of the session upsert and one 20-row INSERT, prepared
-//	latest 50   raw: one prepared SELECT ... ORDER BY id DESC LIMIT 50,
-//	            copying each message_data into a string (no JSON check:
-//	            raw is strictly less work than the adapter's)
-//	pop         raw: one prepared DELETE ... RETURNING in autocommit (one
-//	            round trip; it would delete a corrupt row, which the
+//	raw         the tightest code on a minimal table of its own,
+//	            raw_messages (id BIGSERIAL PRIMARY KEY, session_id TEXT,
+//	            message_data TEXT) with an index on (session_id, id)
+//	raw-schema  the tightest code on the adapter's own tables (the
+//	            session row, created_at, the foreign key, the
+//	            (session_id, created_at, id) index), in the adapter's order
+//
+//	append 20   raw: one prepared 20-row INSERT ... VALUES in autocommit
+//	            raw-schema: one batch (one round trip, one implicit
+//	            transaction) of the session upsert and the same 20-row
+//	            INSERT into the adapter's table (created_at by default)
+//	latest 50   one prepared SELECT of the newest 50 in the range form
+//	            session_id >= $1 AND session_id <= $1 (with = $1 ORDER BY
+//	            id DESC, PostgreSQL may walk the primary key past other
+//	            sessions' rows), each message_data scanned into a string,
+//	            reversed to oldest first; no JSON check
+//	pop         one prepared DELETE ... RETURNING of the newest row in
+//	            autocommit (it would delete a corrupt row, which the
 //	            adapter never does)
 //
-// The machine these run on is shared, so raw and adapter calls alternate
-// within one loop (swapping which goes first each time), each timed on its
-// own: a burst of load hits both alike. The benchmark reports raw-ns/op and
-// adapter-ns/op (its ns/op is their sum), x-raw-ns = adapter / raw (1.00 =
-// no overhead), x-raw-median = the ratio of the median single-call times
-// (which a few calls stalled by other processes do not move), and
-// x-raw-allocs from testing.AllocsPerRun of each.
+// The machine these run on is shared: a burst of load hits every side of a
+// round alike, and medians ignore the few calls it stalls.
 
-// pair runs raw and adapter b.N times each, alternating, and reports the
-// ratios. setup, when set, runs first, untimed, with room for 2*b.N calls.
-func pair(b *testing.B, setup func(n int), raw, adapter func()) {
+// benchStore opens a Store on a fresh schema and creates the minimal raw
+// table in that schema; it returns the store and the raw table's name.
+func benchStore(b *testing.B) (*Store, string) {
 	b.Helper()
-	if setup != nil {
-		setup(2*b.N + 2*allocRuns + 2)
-	}
-	raw() // warm both up: prepared statements, pool connections
-	adapter()
-	var tr, ta time.Duration
-	dr, da := make([]time.Duration, b.N), make([]time.Duration, b.N)
-	b.ResetTimer()
-	for i := range b.N {
-		first, second, d1, d2 := raw, adapter, &dr[i], &da[i]
-		if i%2 == 1 {
-			first, second, d1, d2 = adapter, raw, &da[i], &dr[i]
-		}
-		start := time.Now()
-		first()
-		mid := time.Now()
-		second()
-		*d1 = mid.Sub(start)
-		*d2 = time.Since(mid)
-		tr += dr[i]
-		ta += da[i]
-	}
-	b.StopTimer()
-	slices.Sort(dr)
-	slices.Sort(da)
-	b.ReportMetric(float64(da[b.N/2])/float64(dr[b.N/2]), "x-raw-median")
-	rawAllocs := testing.AllocsPerRun(allocRuns, raw)
-	adapterAllocs := testing.AllocsPerRun(allocRuns, adapter)
-	n := float64(b.N)
-	b.ReportMetric(float64(tr.Nanoseconds())/n, "raw-ns/op")
-	b.ReportMetric(float64(ta.Nanoseconds())/n, "adapter-ns/op")
-	b.ReportMetric(float64(ta)/float64(tr), "x-raw-ns")
-	if rawAllocs > 0 {
-		b.ReportMetric(adapterAllocs/rawAllocs, "x-raw-allocs")
-	}
+	schema := freshSchema(b)
+	st := openStore(b, Options{Schema: schema})
+	raw := quote(schema) + ".raw_messages"
+	ctx := context.Background()
+	_, err := st.Pool().Exec(ctx, `CREATE TABLE `+raw+` (id BIGSERIAL PRIMARY KEY, session_id TEXT NOT NULL, message_data TEXT NOT NULL)`)
+	require.NoError(b, err)
+	_, err = st.Pool().Exec(ctx, `CREATE INDEX ON `+raw+` (session_id, id)`)
+	require.NoError(b, err)
+	return st, raw
 }
 
-// allocRuns is how many calls of each variant testing.AllocsPerRun makes.
-const allocRuns = 20
+// seedRaw gives session sid of the minimal table raw n rows of the
+// message seed writes.
+func seedRaw(b *testing.B, st *Store, raw, sid string, n int) {
+	b.Helper()
+	ctx := context.Background()
+	_, err := st.Pool().Exec(ctx, `INSERT INTO `+raw+` (session_id, message_data)
+		SELECT $1, '{"type":"message","role":"user","content":"' || g || ' ' || repeat('x', 150) || '"}' FROM generate_series(1, $2::int) AS g`, sid, n)
+	require.NoError(b, err)
+	_, err = st.Pool().Exec(ctx, `ANALYZE `+raw)
+	require.NoError(b, err)
+}
+
+// valuesInsert returns INSERT INTO table (session_id, message_data) VALUES
+// ($1, $2), ($1, $3), ... for n rows.
+func valuesInsert(table string, n int) string {
+	var sb strings.Builder
+	sb.WriteString(`INSERT INTO ` + table + ` (session_id, message_data) VALUES `)
+	for i := range n {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		fmt.Fprintf(&sb, "($1, $%d)", i+2)
+	}
+	return sb.String()
+}
+
+// scanStrings runs a prepared query and returns its one text column,
+// reversed when reverse is set; want is the number of rows expected.
+func scanStrings(b *testing.B, pool *pgxpool.Pool, query string, want int, reverse bool, args ...any) {
+	rows, err := pool.Query(context.Background(), query, args...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := make([]string, 0, want)
+	var m string
+	for rows.Next() {
+		if err := rows.Scan(&m); err != nil {
+			b.Fatal(err)
+		}
+		out = append(out, m)
+	}
+	if rows.Err() != nil || len(out) != want {
+		b.Fatal(rows.Err(), len(out))
+	}
+	if reverse {
+		slices.Reverse(out)
+	}
+}
 
 // seed gives session sid n rows of a 200-byte message, with SQL.
 func seed(b *testing.B, st *Store, sid string, n int) {
@@ -99,93 +130,112 @@ func benchItems(n int) []session.Item {
 	return out
 }
 
+// BenchmarkAppend20 appends a 20-item batch (see the sides above).
 func BenchmarkAppend20(b *testing.B) {
 	ctx := context.Background()
-	st := openStore(b, Options{})
+	st, raw := benchStore(b)
 	items := benchItems(20)
 	data := texts(items)
 	pool := st.Pool()
 	q := st.q
+	args := make([]any, 0, len(data)+1)
+	rawInsert := valuesInsert(raw, len(data))
+	schemaInsert := valuesInsert(q.messages, len(data))
 	s, err := st.Session("bench-append")
 	require.NoError(b, err)
-	pair(b, nil, func() {
-		var batch pgx.Batch
-		batch.Queue(q.upsertSession, "bench-append")
-		batch.Queue(q.insert, "bench-append", data)
-		if err := pool.SendBatch(ctx, &batch).Close(); err != nil {
-			b.Fatal(err)
-		}
-	}, func() {
+	interleave.Run(b, nil, func() {
 		if err := s.AddItems(ctx, items); err != nil {
 			b.Fatal(err)
 		}
-	})
+	}, interleave.Side{Name: "raw", Op: func() {
+		args = append(args[:0], "raw-append")
+		for _, d := range data {
+			args = append(args, d)
+		}
+		if _, err := pool.Exec(ctx, rawInsert, args...); err != nil {
+			b.Fatal(err)
+		}
+	}}, interleave.Side{Name: "raw-schema", Op: func() {
+		args = append(args[:0], "schema-append")
+		for _, d := range data {
+			args = append(args, d)
+		}
+		var batch pgx.Batch
+		batch.Queue(q.upsertSession, "schema-append")
+		batch.Queue(schemaInsert, args...)
+		if err := pool.SendBatch(ctx, &batch).Close(); err != nil {
+			b.Fatal(err)
+		}
+	}})
 }
 
+// BenchmarkLatest50 reads the newest 50 items of a session of 1k and 100k
+// items, with a tenth of that in a session before it and one after it, in
+// both the adapter's tables and the minimal one.
 func BenchmarkLatest50(b *testing.B) {
 	for _, size := range []int{1000, 100_000} {
 		b.Run(fmt.Sprintf("history=%d", size), func(b *testing.B) {
 			ctx := context.Background()
-			st := openStore(b, Options{})
-			sid := "bench-latest"
-			seed(b, st, "other-before", size/10)
-			seed(b, st, sid, size)
-			seed(b, st, "other-after", size/10)
+			st, raw := benchStore(b)
+			for _, sid := range []string{"bench-latest-a", "bench-latest", "bench-latest-z"} {
+				n := size
+				if sid != "bench-latest" {
+					n = size / 10
+				}
+				seed(b, st, sid, n)
+				seedRaw(b, st, raw, sid, n)
+			}
 			pool := st.Pool()
-			// The adapter's statement, which the planner serves from the
-			// (session_id, created_at, id) index even when the session is
-			// most of the table.
-			latest := st.q.latestTop
-			s, err := st.Session(sid)
+			rawLatest := `SELECT message_data FROM ` + raw + ` WHERE session_id >= $1 AND session_id <= $1
+				ORDER BY session_id DESC, id DESC LIMIT $2`
+			schemaLatest := `SELECT message_data FROM ` + st.q.messages + ` WHERE session_id >= $1 AND session_id <= $1
+				ORDER BY session_id DESC, created_at DESC, id DESC LIMIT $2`
+			s, err := st.Session("bench-latest")
 			require.NoError(b, err)
-			pair(b, nil, func() {
-				rows, err := pool.Query(ctx, latest, sid, int64(50))
-				if err != nil {
-					b.Fatal(err)
-				}
-				out := make([]string, 0, 50)
-				for rows.Next() {
-					out = append(out, string(rows.RawValues()[1]))
-				}
-				if rows.Err() != nil || len(out) != 50 {
-					b.Fatal(rows.Err(), len(out))
-				}
-			}, func() {
+			interleave.Run(b, nil, func() {
 				got, err := s.LatestItems(ctx, 50)
 				if err != nil || len(got) != 50 {
 					b.Fatal(err, len(got))
 				}
-			})
+			}, interleave.Side{Name: "raw", Op: func() {
+				scanStrings(b, pool, rawLatest, 50, true, "bench-latest", int64(50))
+			}}, interleave.Side{Name: "raw-schema", Op: func() {
+				scanStrings(b, pool, schemaLatest, 50, true, "bench-latest", int64(50))
+			}})
 		})
 	}
 }
 
+// BenchmarkPop pops the newest item of a session of a few thousand, each
+// side its own session.
 func BenchmarkPop(b *testing.B) {
 	ctx := context.Background()
-	st := openStore(b, Options{})
+	st, raw := benchStore(b)
 	pool := st.Pool()
 	q := st.q
 	s, err := st.Session("bench-pop")
 	require.NoError(b, err)
-	rawPop := `DELETE FROM ` + q.messages + ` WHERE id = (SELECT id FROM ` + q.messages + `
-		WHERE session_id >= $1 AND session_id <= $1 ORDER BY session_id DESC, id DESC LIMIT 1) RETURNING id, message_data`
-	setup := func(n int) {
-		_, err := pool.Exec(ctx, q.clearMessages, "bench-pop")
-		require.NoError(b, err)
-		seed(b, st, "bench-pop", n+1000)
-	}
-	pair(b, setup, func() {
-		var id int64
+	n := b.N + 2000 // every call of the timed rounds, the warm-up and the allocation count
+	seed(b, st, "bench-pop", n)
+	seed(b, st, "schema-pop", n)
+	seedRaw(b, st, raw, "raw-pop", n)
+	rawPop := `DELETE FROM ` + raw + ` WHERE id = (SELECT id FROM ` + raw + `
+		WHERE session_id >= $1 AND session_id <= $1 ORDER BY session_id DESC, id DESC LIMIT 1) RETURNING message_data`
+	schemaPop := `DELETE FROM ` + q.messages + ` WHERE id = (SELECT id FROM ` + q.messages + `
+		WHERE session_id >= $1 AND session_id <= $1 ORDER BY session_id DESC, created_at DESC, id DESC LIMIT 1) RETURNING message_data`
+	popOne := func(query, sid string) {
 		var data string
-		if err := pool.QueryRow(ctx, rawPop, "bench-pop").Scan(&id, &data); err != nil {
+		if err := pool.QueryRow(ctx, query, sid).Scan(&data); err != nil {
 			b.Fatal(err)
 		}
-	}, func() {
+	}
+	interleave.Run(b, nil, func() {
 		_, ok, err := s.PopItem(ctx)
 		if err != nil || !ok {
 			b.Fatal(err, ok)
 		}
-	})
+	}, interleave.Side{Name: "raw", Op: func() { popOne(rawPop, "raw-pop") }},
+		interleave.Side{Name: "raw-schema", Op: func() { popOne(schemaPop, "schema-pop") }})
 }
 
 // BenchmarkItemsSince4 reads the 4 items after a cursor at the end of a
@@ -212,7 +262,12 @@ func BenchmarkItemsSince4(b *testing.B) {
 		AND (session_id, created_at, id) > ($1, $2::timestamp, $3::bigint) ORDER BY session_id, created_at, id`
 	s, err := st.Session(sid)
 	require.NoError(b, err)
-	pair(b, nil, func() {
+	interleave.Run(b, nil, func() {
+		got, _, err := s.ItemsSince(ctx, cursor)
+		if err != nil || len(got) != 4 {
+			b.Fatal(err, len(got))
+		}
+	}, interleave.Side{Name: "raw", Op: func() {
 		rows, err := pool.Query(ctx, rawSince, sid, p.rAt, p.rID)
 		if err != nil {
 			b.Fatal(err)
@@ -228,10 +283,5 @@ func BenchmarkItemsSince4(b *testing.B) {
 		if rows.Err() != nil || len(out) != 4 {
 			b.Fatal(rows.Err(), len(out))
 		}
-	}, func() {
-		got, _, err := s.ItemsSince(ctx, cursor)
-		if err != nil || len(got) != 4 {
-			b.Fatal(err, len(got))
-		}
-	})
+	}})
 }

@@ -3,7 +3,6 @@ package redis
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -11,18 +10,19 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/agentsessions/sessions/internal/testkit/interleave"
 	"github.com/agentsessions/sessions/internal/testkit/testservers"
 	"github.com/agentsessions/sessions/session"
 )
 
 // The benchmarks run the adapter against the tightest raw go-redis code for
 // the same work (one command, arguments prepared outside the loop, no
-// validation, results not decoded), in the same run, interleaved (the order
-// alternates every iteration), on the shared standalone server. They report
-// each side's median time per op (a median, so that a stall of the shared
-// machine does not decide the ratio), the ratio adapter/raw of the
-// medians, and each side's allocations per op (measured apart, with
-// testing.AllocsPerRun).
+// validation, replies kept as the strings go-redis returns), in the same
+// run, on the shared standalone server, interleaved op by op with
+// internal/testkit/interleave: each side's median time per op (raw-ns/op,
+// lib-ns/op; a median, so that a stall of the shared machine does not
+// decide the ratio), x-raw = lib ÷ raw, and allocations per op counted
+// apart.
 
 // benchItems returns n realistic message items (about 170 bytes each).
 func benchItems(tag string, n int) []session.Item {
@@ -42,61 +42,18 @@ func itemArgs(items []session.Item) []any {
 	return out
 }
 
-// pair runs raw and adapter b.N times each, alternating which goes first,
-// and reports each one's median time per op, their ratio (adapter/raw)
-// and each one's allocations per op. between, when set, runs before iteration i
-// with the timer stopped.
-func pair(b *testing.B, raw, adapter func() error, between func(i int)) {
+// run interleaves raw and the adapter with interleave.Run; an error of
+// either fails the benchmark.
+func run(b *testing.B, prep func(), raw, adapter func() error) map[string]float64 {
 	b.Helper()
-	allocs := func(f func() error) float64 {
-		return testing.AllocsPerRun(50, func() {
+	must := func(f func() error) func() {
+		return func() {
 			if err := f(); err != nil {
 				b.Fatal(err)
 			}
-		})
-	}
-	if between != nil {
-		between(0)
-	}
-	rawAllocs, adAllocs := allocs(raw), allocs(adapter)
-	rawT := make([]time.Duration, 0, b.N)
-	adT := make([]time.Duration, 0, b.N)
-	run := func(f func() error, into *[]time.Duration) {
-		t0 := time.Now()
-		if err := f(); err != nil {
-			b.Fatal(err)
-		}
-		*into = append(*into, time.Since(t0))
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if between != nil {
-			b.StopTimer()
-			between(i)
-			b.StartTimer()
-		}
-		if i%2 == 0 {
-			run(raw, &rawT)
-			run(adapter, &adT)
-		} else {
-			run(adapter, &adT)
-			run(raw, &rawT)
 		}
 	}
-	b.StopTimer()
-	rm, am := median(rawT), median(adT)
-	b.ReportMetric(float64(rm.Nanoseconds()), "raw-ns/op")
-	b.ReportMetric(float64(am.Nanoseconds()), "adapter-ns/op")
-	b.ReportMetric(float64(am)/float64(rm), "ratio")
-	b.ReportMetric(rawAllocs, "raw-allocs/op")
-	b.ReportMetric(adAllocs, "adapter-allocs/op")
-}
-
-// median returns the median of ds, reordering ds.
-func median(ds []time.Duration) time.Duration {
-	slices.Sort(ds)
-	return ds[len(ds)/2]
+	return interleave.Run(b, prep, must(adapter), interleave.Side{Name: "raw", Op: must(raw)})
 }
 
 func benchSetup(b *testing.B, opts Options) (context.Context, goredis.UniversalClient, *Store, *Session, string) {
@@ -139,17 +96,17 @@ func BenchmarkAppend20(b *testing.B) {
 					return err
 				}
 			}
-			pair(b, raw,
-				func() error { return s.AddItems(ctx, items) },
-				func(i int) {
-					if i%1000 == 0 { // keep the lists small, but never empty
-						c.Del(ctx, rawKey, s.keys[0])
-						c.RPush(ctx, rawKey, args[0])
-						if err := s.AddItems(ctx, items[:1]); err != nil {
-							b.Fatal(err)
-						}
+			rounds := 0
+			run(b, func() {
+				if rounds%1000 == 0 { // keep the lists small, but never empty
+					c.Del(ctx, rawKey, s.keys[0])
+					c.RPush(ctx, rawKey, args[0])
+					if err := s.AddItems(ctx, items[:1]); err != nil {
+						b.Fatal(err)
 					}
-				})
+				}
+				rounds++
+			}, raw, func() error { return s.AddItems(ctx, items) })
 		})
 	}
 }
@@ -160,7 +117,7 @@ func BenchmarkAppend20(b *testing.B) {
 // object.
 func BenchmarkLatest50(b *testing.B) {
 	for _, size := range []int{1_000, 100_000, 1_000_000} {
-		b.Run(strconv.Itoa(size), func(b *testing.B) {
+		b.Run("history="+strconv.Itoa(size), func(b *testing.B) {
 			ctx, c, _, s, _ := benchSetup(b, Options{})
 			batch := benchItems("l", 1000)
 			for n := 0; n < size; n += len(batch) {
@@ -168,15 +125,21 @@ func BenchmarkLatest50(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			pair(b,
-				func() error { return c.LRange(ctx, s.keys[0], -50, -1).Err() },
+			run(b, nil,
+				func() error {
+					got, err := c.LRange(ctx, s.keys[0], -50, -1).Result()
+					if err == nil && len(got) != 50 {
+						err = fmt.Errorf("raw: got %d items", len(got))
+					}
+					return err
+				},
 				func() error {
 					got, err := s.LatestItems(ctx, 50)
 					if err == nil && len(got) != 50 {
 						err = fmt.Errorf("got %d items", len(got))
 					}
 					return err
-				}, nil)
+				})
 		})
 	}
 }
@@ -195,7 +158,13 @@ func BenchmarkPop(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	pair(b,
+	rounds := 0
+	run(b, func() {
+		if rounds%500 == 0 { // 1000 more on both lists every 500 rounds
+			refill()
+		}
+		rounds++
+	},
 		func() error { return c.RPop(ctx, rawKey).Err() },
 		func() error {
 			_, ok, err := s.PopItem(ctx)
@@ -203,11 +172,6 @@ func BenchmarkPop(b *testing.B) {
 				err = fmt.Errorf("empty")
 			}
 			return err
-		},
-		func(i int) {
-			if i%500 == 0 { // 1000 more on both lists every 500 pops
-				refill()
-			}
 		})
 }
 
@@ -317,7 +281,7 @@ func BenchmarkItems(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			pair(b,
+			run(b, nil,
 				func() error { return c.LRange(ctx, s.keys[0], 0, -1).Err() },
 				func() error {
 					got, err := s.Items(ctx)
@@ -325,7 +289,7 @@ func BenchmarkItems(b *testing.B) {
 						err = fmt.Errorf("got %d items", len(got))
 					}
 					return err
-				}, nil)
+				})
 		})
 	}
 }

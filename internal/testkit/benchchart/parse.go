@@ -70,16 +70,43 @@ func Parse(r io.Reader) ([]Sample, error) {
 }
 
 // Result is one benchmark of one package: the median of each of its
-// metrics over its runs (-count).
+// metrics over its runs (-count), and each metric's spread.
 type Result struct {
-	Pkg     string             `json:"pkg"`  // "sqlite", "redis"
+	Pkg     string             `json:"pkg"`  // "sqlite", "redis", "postgres", "mongo", "runstate"
 	Name    string             `json:"name"` // "BenchmarkAppend20/sync=normal"
 	Runs    int                `json:"runs"` // samples the medians are taken over
 	Metrics map[string]float64 `json:"metrics"`
+	// Min and Max are each metric's smallest and largest value over the
+	// runs; Values its value in each run, in run order. A ratio a
+	// benchmark reports (x-raw) is taken inside its run, so these are
+	// the spread of per-run ratios, not ratios of pooled times.
+	Min    map[string]float64   `json:"min,omitempty"`
+	Max    map[string]float64   `json:"max,omitempty"`
+	Values map[string][]float64 `json:"values,omitempty"`
+}
+
+// Spread is a metric's median, smallest and largest value over the runs.
+type Spread struct{ Median, Min, Max float64 }
+
+// spread returns r's Spread of the metric unit (no alias lookup); ok is
+// false when r lacks it. A result without Min and Max (one saved by an
+// older release) has a spread of its median alone.
+func (r Result) spread(unit string) (Spread, bool) {
+	m, ok := r.Metrics[unit]
+	if !ok {
+		return Spread{}, false
+	}
+	lo, okLo := r.Min[unit]
+	hi, okHi := r.Max[unit]
+	if !okLo || !okHi {
+		lo, hi = m, m
+	}
+	return Spread{m, lo, hi}, true
 }
 
 // Medians groups samples by name and returns, for each name (in the order
-// first seen), the median of each metric over the samples that report it.
+// first seen), the median, minimum and maximum of each metric over the
+// samples that report it, and its values in run order.
 func Medians(pkg string, samples []Sample) []Result {
 	var names []string
 	byName := map[string][]Sample{}
@@ -98,9 +125,11 @@ func Medians(pkg string, samples []Sample) []Result {
 				values[unit] = append(values[unit], v)
 			}
 		}
-		r := Result{Pkg: pkg, Name: name, Runs: len(runs), Metrics: make(map[string]float64, len(values))}
+		r := Result{Pkg: pkg, Name: name, Runs: len(runs), Metrics: make(map[string]float64, len(values)),
+			Min: make(map[string]float64, len(values)), Max: make(map[string]float64, len(values)), Values: values}
 		for unit, vs := range values {
-			r.Metrics[unit] = median(vs)
+			r.Min[unit], r.Max[unit] = slices.Min(vs), slices.Max(vs)
+			r.Metrics[unit] = median(slices.Clone(vs))
 		}
 		out = append(out, r)
 	}
@@ -119,10 +148,10 @@ func median(vs []float64) float64 {
 }
 
 // benchOrder is the fixed order of the benchmarks in tables and charts.
-var benchOrder = []string{"BenchmarkAppend20", "BenchmarkPop", "BenchmarkLatest50", "BenchmarkConcurrentAppend"}
+var benchOrder = []string{"BenchmarkAppend20", "BenchmarkLatest50", "BenchmarkPop", "BenchmarkConcurrentAppend", "BenchmarkRunTurnRatio"}
 
 // pkgOrder is the fixed order of the packages.
-var pkgOrder = []string{"sqlite", "redis"}
+var pkgOrder = []string{"sqlite", "postgres", "redis", "mongo", "runstate"}
 
 // sortResults orders results by package, then benchmark (benchOrder), then
 // sub-benchmark name with numbers compared as numbers (writers=2 before

@@ -213,3 +213,75 @@ func TestCharts(t *testing.T) {
 		t.Error("redis-concurrent chart without Redis results")
 	}
 }
+
+// TestSpreads: each metric's median, minimum, maximum and per-run values,
+// and their formatting as "median [min–max]".
+func TestSpreads(t *testing.T) {
+	samples, err := Parse(strings.NewReader(output))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pop := Medians("sqlite", samples)[1]
+	sp, ok := pop.spreadOf("x-raw")
+	if !ok || sp != (Spread{Median: 1.042, Min: 1.041, Max: 1.106}) {
+		t.Fatalf("x-raw spread %+v, %v", sp, ok)
+	}
+	if got := pop.Values["x-raw"]; !slices.Equal(got, []float64{1.042, 1.106, 1.041}) {
+		t.Errorf("x-raw values in run order: %v", got)
+	}
+	if got := spreadCell(pop, "x-raw"); got != "1.04 [1.04–1.11]" {
+		t.Errorf("spreadCell = %q", got)
+	}
+	if got := spreadCell(pop, "x-raw-schema"); got != "–" {
+		t.Errorf("missing metric: %q", got)
+	}
+	// Under an alias, and an even count: the median is the mean of the
+	// two middle runs, min and max the extremes.
+	r := Medians("redis", []Sample{
+		{Name: "BenchmarkPop", Metrics: map[string]float64{"ratio": 1.3}},
+		{Name: "BenchmarkPop", Metrics: map[string]float64{"ratio": 0.9}},
+		{Name: "BenchmarkPop", Metrics: map[string]float64{"ratio": 1.0}},
+		{Name: "BenchmarkPop", Metrics: map[string]float64{"ratio": 1.2}},
+	})[0]
+	if sp, _ := r.spreadOf("x-raw"); sp != (Spread{Median: 1.1, Min: 0.9, Max: 1.3}) {
+		t.Errorf("alias spread %+v", sp)
+	}
+	// One run, or results saved without spreads: the median alone.
+	old := Result{Metrics: map[string]float64{"x-raw": 1.234}}
+	if got := spreadCell(old, "x-raw"); got != "1.23" {
+		t.Errorf("no spread: %q", got)
+	}
+}
+
+// TestResultsMD: the tables carry the spreads, the save ratios get their
+// own table, and the load is stated.
+func TestResultsMD(t *testing.T) {
+	samples, err := Parse(strings.NewReader(output))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := Medians("sqlite", samples)
+	rs = append(rs, Medians("runstate", []Sample{
+		{Name: "BenchmarkRunTurnRatio/postgres", Metrics: map[string]float64{"append-µs": 1500, "atomic/append": 1.5, "digest/append": 4}},
+		{Name: "BenchmarkRunTurnRatio/postgres", Metrics: map[string]float64{"append-µs": 1700, "atomic/append": 1.3, "digest/append": 5}},
+		{Name: "BenchmarkRunTurnRatio/postgres", Metrics: map[string]float64{"append-µs": 1600, "atomic/append": 1.4, "digest/append": 6}},
+	})...)
+	sortResults(rs)
+	m := meta{Date: "d", CPU: "c", Cores: 2, Go: "go", Kernel: "6.1", LoadBefore: "1.00 2.00 3.00", LoadAfter: "4.00 5.00 6.00"}
+	md := string(resultsMD(rs, m))
+	for _, want := range []string{
+		"| sqlite | Pop/sync=full | 3 | 480,000 | 510,000 | 1.04 [1.04–1.11] | – |",
+		"| postgres | 3 | 1,600 | – | 1.40 [1.30–1.50] | – | 5.00 [4.00–6.00] |",
+		"load average (1/5/15 min) 1.00 2.00 3.00 before, 4.00 5.00 6.00 after",
+		"Linux 6.1",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("results.md lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(ratioSVGText(rs, m), "RunTurnRatio") {
+		t.Error("the ratio chart shows a save benchmark")
+	}
+}
+
+func ratioSVGText(rs []Result, m meta) string { return string(ratioSVG(rs, m)) }

@@ -124,6 +124,9 @@ type hbar struct {
 	Text  string  // printed after its end
 	Color string
 	Gap   bool // leave a little space above it: a new group starts
+	// Lo and Hi, when Hi > 0, are drawn as a whisker across the bar: the
+	// spread of the runs the Value is the median of.
+	Lo, Hi float64
 }
 
 // refLine is a vertical reference line across the bars, labelled above
@@ -147,7 +150,7 @@ func hbarChart(title, subtitle, xLabel string, bars []hbar, refs []refLine, tick
 	for _, b := range bars {
 		labelW = max(labelW, textWidth(b.Label, size))
 		textW = max(textW, textWidth(b.Text, size))
-		xmax = max(xmax, b.Value)
+		xmax = max(xmax, b.Value, b.Hi)
 	}
 	for _, r := range refs {
 		xmax = max(xmax, r.X)
@@ -185,7 +188,15 @@ func hbarChart(title, subtitle, xLabel string, bars []hbar, refs []refLine, tick
 		yb := rows[i] + (rowH-barH)/2
 		c.rect(left, yb, math.Max(x(b.Value)-left, 1), barH, b.Color)
 		c.text(left-8, yb+barH/2+4.5, `font-size="13" text-anchor="end"`, b.Label)
-		c.text(valueX(x(b.Value)+6, textWidth(b.Text, size), refs, x), yb+barH/2+4.5, `font-size="13"`, b.Text)
+		end := x(b.Value)
+		if b.Hi > 0 {
+			ym := yb + barH/2
+			c.line(x(b.Lo), ym, x(b.Hi), ym, colText, 1.5, "")
+			c.line(x(b.Lo), ym-5, x(b.Lo), ym+5, colText, 1.5, "")
+			c.line(x(b.Hi), ym-5, x(b.Hi), ym+5, colText, 1.5, "")
+			end = max(end, x(b.Hi))
+		}
+		c.text(valueX(end+6, textWidth(b.Text, size), refs, x), yb+barH/2+4.5, `font-size="13"`, b.Text)
 	}
 	for _, r := range refs {
 		dash := ""
