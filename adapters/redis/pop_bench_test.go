@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsessions/sessions/internal/testkit/interleave"
 	"github.com/agentsessions/sessions/session"
 )
 
@@ -42,10 +43,10 @@ func interleaveN(b *testing.B, sides []side, between func(i int)) {
 		}
 	}
 	b.StopTimer()
-	base := median(times[0])
+	base := interleave.Median(times[0])
 	b.ReportMetric(float64(base.Nanoseconds()), sides[0].name+"-ns/op")
 	for k := 1; k < len(sides); k++ {
-		m := median(times[k])
+		m := interleave.Median(times[k])
 		b.ReportMetric(float64(m)/float64(base), sides[k].name+"-x")
 	}
 }
