@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/agentsessions/sessions/history"
@@ -339,7 +340,7 @@ func (cp *Checkpoint) MarshalJSON() ([]byte, error) {
 	ms := cloneMembers(cp.members)
 	ms = setMember(ms, keySchema, encodeString(label))
 	ms = setMember(ms, keyStep, step)
-	ms = setMember(ms, keyCount, mustJSON(cp.PersistedCount))
+	ms = setMember(ms, keyCount, strconv.AppendInt(nil, int64(cp.PersistedCount), 10))
 	if w != nil {
 		raw, err := w.encode()
 		if err != nil {
@@ -372,7 +373,7 @@ var brokenWriter bool
 func (cp *Checkpoint) marshalUnchecked(w *PendingWrite, terminal bool, label string) ([]byte, error) {
 	ms := setMember(cloneMembers(cp.members), keySchema, encodeString(cp.Schema))
 	ms = setMember(ms, keyStep, cp.Step.encode())
-	ms = setMember(ms, keyCount, mustJSON(cp.PersistedCount))
+	ms = setMember(ms, keyCount, strconv.AppendInt(nil, int64(cp.PersistedCount), 10))
 	if w != nil {
 		raw, err := w.encode()
 		if err != nil {
