@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/agentsessions/sessions/history"
@@ -86,6 +87,7 @@ type Checkpoint struct {
 	folded     map[history.PairKey]bool // call keys folded into the held batch this turn
 	claimed    *PendingWrite            // a held record TakeHeld claimed and no save settled yet
 	atomic     bool                     // appends commit with the checkpoint (a Run's atomic store): no tail digests
+	memo       *encoded                 // the last document MarshalJSON wrote
 }
 
 // resumable reports whether a step can carry a pending write (rule 2).
@@ -339,7 +341,7 @@ func (cp *Checkpoint) MarshalJSON() ([]byte, error) {
 	ms := cloneMembers(cp.members)
 	ms = setMember(ms, keySchema, encodeString(label))
 	ms = setMember(ms, keyStep, step)
-	ms = setMember(ms, keyCount, mustJSON(cp.PersistedCount))
+	ms = setMember(ms, keyCount, strconv.AppendInt(nil, int64(cp.PersistedCount), 10))
 	if w != nil {
 		raw, err := w.encode()
 		if err != nil {
@@ -358,11 +360,34 @@ func (cp *Checkpoint) MarshalJSON() ([]byte, error) {
 	} else {
 		ms = deleteMember(ms, keyTerminal)
 	}
+	if m := cp.memo; w == nil && m != nil && sameMembers(m.ms, ms) {
+		return bytes.Clone(m.out), nil
+	}
 	out, err := pythonLayout(encodeObject(ms))
 	if err != nil {
 		return nil, fmt.Errorf("runstate: encode checkpoint: %w", err)
 	}
+	if w == nil { // small: no batch on it
+		cp.memo = &encoded{ms: cloneMembers(ms), out: bytes.Clone(out)}
+	}
 	return out, nil
+}
+
+// encoded is the last document without a pending write MarshalJSON wrote
+// and the members it was laid out from: the layout is a function of the members alone, so the
+// same members give the same document without laying it out again (a Run
+// encodes the same document before and after each commit).
+type encoded struct {
+	ms  []member
+	out []byte
+}
+
+// sameMembers reports whether a and b hold the same members, in order,
+// byte for byte.
+func sameMembers(a, b []member) bool {
+	return slices.EqualFunc(a, b, func(x, y member) bool {
+		return x.Key == y.Key && bytes.Equal(x.Value, y.Value)
+	})
 }
 
 // brokenWriter is a test hook: MarshalJSON as it was before it checked
@@ -372,7 +397,7 @@ var brokenWriter bool
 func (cp *Checkpoint) marshalUnchecked(w *PendingWrite, terminal bool, label string) ([]byte, error) {
 	ms := setMember(cloneMembers(cp.members), keySchema, encodeString(cp.Schema))
 	ms = setMember(ms, keyStep, cp.Step.encode())
-	ms = setMember(ms, keyCount, mustJSON(cp.PersistedCount))
+	ms = setMember(ms, keyCount, strconv.AppendInt(nil, int64(cp.PersistedCount), 10))
 	if w != nil {
 		raw, err := w.encode()
 		if err != nil {

@@ -2,6 +2,8 @@ package runstate
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 
 	"github.com/agentsessions/sessions/history"
 	"github.com/agentsessions/sessions/session"
@@ -132,27 +134,41 @@ func forSession(s session.Session, items []session.Item, policy *Policy) []sessi
 // items that are never deduplicated (messages, items with a role, items
 // without any id).
 func dedupeKey(it session.Item) (key string, ok bool) {
+	k, ok := dedupeKeyParts(it)
+	if !ok {
+		return "", false
+	}
+	return k.prefix + k.typ + ":" + k.id, true
+}
+
+// keyParts is a dedup key before it is joined: prefix + typ + ":" + id.
+type keyParts struct{ prefix, typ, id string }
+
+func (k keyParts) len() int { return len(k.prefix) + len(k.typ) + 1 + len(k.id) }
+
+// dedupeKeyParts is dedupeKey with the key left in parts.
+func dedupeKeyParts(it session.Item) (keyParts, bool) {
 	typ := it.Type()
 	if it.HasField("role") || typ == "message" {
-		return "", false
+		return keyParts{}, false
 	}
 	_, isCall := history.OutputTypeFor(typ)
 	_, isOutput := history.CallTypeFor(typ)
 	callID, hasCallID := it.StringField("call_id")
 	hasCallID = hasCallID && callID != ""
 	if (isCall || isOutput) && hasCallID {
-		return "call_id:" + typ + ":" + callID, true
+		return keyParts{"call_id:", typ, callID}, true
 	}
 	if id, ok := it.StringField("id"); ok && id != "" && id != fakeID {
-		return "id:" + typ + ":" + id, true
+		return keyParts{"id:", typ, id}, true
 	}
 	if hasCallID {
-		return "call_id:" + typ + ":" + callID, true
+		return keyParts{"call_id:", typ, callID}, true
 	}
 	if id, ok := it.StringField("approval_request_id"); ok && id != "" {
-		return "approval_request_id:" + typ + ":" + id, true
+		return keyParts{"approval_request_id:", typ, id}, true
 	}
-	return "", false
+	return keyParts{}, false
 }
 
 // anchorType reports whether items of type t keep the earliest position of
@@ -169,28 +185,58 @@ func anchorType(t string) bool {
 // reasoning) and at the latest position otherwise. Unkeyed items are all
 // kept.
 func dedupe(items []session.Item) []session.Item {
-	keys := make([]string, len(items))
-	has := make([]bool, len(items))
-	latest := map[string]session.Item{}
-	pos := map[string]int{}
+	// Per key: the latest item and the position it is kept at.
+	type kept struct {
+		it  session.Item
+		pos int
+	}
+	// The keys are joined into one string and sliced out of it: one
+	// allocation for all of them.
+	parts := make([]keyParts, len(items))
+	size := 0
 	for i, it := range items {
-		k, ok := dedupeKey(it)
-		if !ok {
+		if k, ok := dedupeKeyParts(it); ok {
+			parts[i] = k
+			size += k.len()
+		}
+	}
+	var all strings.Builder
+	all.Grow(size)
+	for _, k := range parts {
+		if k.prefix != "" {
+			all.WriteString(k.prefix)
+			all.WriteString(k.typ)
+			all.WriteByte(':')
+			all.WriteString(k.id)
+		}
+	}
+	joined := all.String()
+	keys := make([]string, len(items)) // "" for an unkeyed item (no key is empty)
+	byKey := make(map[string]kept, len(items))
+	at := 0
+	for i, it := range items {
+		if parts[i].prefix == "" {
 			continue
 		}
-		keys[i], has[i] = k, true
-		latest[k] = it
-		if _, seen := pos[k]; !seen || !anchorType(it.Type()) {
-			pos[k] = i
+		k := joined[at : at+parts[i].len()]
+		at += len(k)
+		keys[i] = k
+		e, seen := byKey[k]
+		e.it = it
+		if !seen || !anchorType(it.Type()) {
+			e.pos = i
 		}
+		byKey[k] = e
+	}
+	if len(byKey) == 0 {
+		return slices.Clone(items)
 	}
 	out := make([]session.Item, 0, len(items))
 	for i, it := range items {
-		switch {
-		case !has[i]:
+		if keys[i] == "" {
 			out = append(out, it)
-		case pos[keys[i]] == i:
-			out = append(out, latest[keys[i]])
+		} else if e := byKey[keys[i]]; e.pos == i {
+			out = append(out, e.it)
 		}
 	}
 	return out

@@ -122,28 +122,45 @@ func compactJSON(v []byte) []byte {
 
 // encodeObject writes members as one compact JSON object.
 func encodeObject(ms []member) []byte {
-	var b bytes.Buffer
-	b.WriteByte('{')
+	n := 2
+	for _, m := range ms {
+		n += len(m.Key) + len(m.Value) + 4
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '{')
 	for i, m := range ms {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		b.Write(encodeString(m.Key))
-		b.WriteByte(':')
-		b.Write(m.Value)
+		b = appendString(b, m.Key)
+		b = append(b, ':')
+		b = append(b, m.Value...)
 	}
-	b.WriteByte('}')
-	return b.Bytes()
+	return append(b, '}')
+}
+
+// appendString appends s encoded as a JSON string (as encodeString) to b.
+func appendString(b []byte, s string) []byte {
+	if !plainString(s) {
+		return append(b, encodeString(s)...)
+	}
+	return append(append(append(b, '"'), s...), '"')
+}
+
+// plainString reports whether s is printable ASCII without a quote or a
+// backslash: it encodes as it is, between quotes.
+func plainString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // encodeString encodes s as a JSON string without HTML escaping.
 func encodeString(s string) []byte {
-	plain := true
-	for i := 0; i < len(s) && plain; i++ {
-		c := s[i]
-		plain = c >= 0x20 && c < 0x7f && c != '"' && c != '\\'
-	}
-	if plain { // printable ASCII without quote or backslash: as it is
+	if plainString(s) {
 		b := make([]byte, 0, len(s)+2)
 		return append(append(append(b, '"'), s...), '"')
 	}

@@ -84,10 +84,11 @@ type Run struct {
 	name    string
 	opts    Options
 	cp      *Checkpoint
-	version int64          // of the stored checkpoint; 0: none stored
-	stored  []byte         // the document last saved
-	attempt []byte         // the document of the last atomic commit tried
-	outputs []session.Item // outputs Output folded into the held batch since Open
+	version int64           // of the stored checkpoint; 0: none stored
+	stored  []byte          // the document last saved
+	attempt []byte          // the document of the last atomic commit tried
+	outputs []session.Item  // outputs Output folded into the held batch since Open
+	wrapped session.Session // r.s as session returns it, made once
 }
 
 // Open loads the run's checkpoint from s's store (a new one when none is
@@ -372,7 +373,10 @@ func (r *Run) put(ctx context.Context, doc []byte) error {
 // checkpoint: atomically where the store can, otherwise after saving the
 // checkpoint (its pending write and tail digests) just before.
 func (r *Run) session() session.Session {
-	return capwrap.Compose(runSession{Session: r.s, r: r}, capwrap.Of(r.s))
+	if r.wrapped == nil {
+		r.wrapped = capwrap.Compose(runSession{Session: r.s, r: r}, capwrap.Of(r.s))
+	}
+	return r.wrapped
 }
 
 type runSession struct {
@@ -392,14 +396,7 @@ func (rs runSession) AddItems(ctx context.Context, items []session.Item) error {
 		}
 		return rs.Session.AddItems(ctx, items)
 	}
-	// The document as it stands once the append has landed: the ordinary
-	// record that is being appended settled.
-	after := r.cp.Clone()
-	if w := r.cp.Pending; w != nil && !w.Held {
-		after.PersistedCount = w.PersistedCount
-		after.Pending = nil
-	}
-	doc, err := after.MarshalJSON()
+	doc, err := r.cp.settledDoc()
 	if err != nil {
 		return err
 	}
@@ -410,6 +407,21 @@ func (rs runSession) AddItems(ctx context.Context, items []session.Item) error {
 	}
 	r.version, r.stored, r.attempt = v, doc, nil
 	return nil
+}
+
+// settledDoc returns the document as it stands once the append has
+// landed: the ordinary record that is being appended settled. It encodes
+// cp with the record taken off for the call, rather than a deep copy of
+// cp (whose batch, every item's bytes, would be copied on every turn).
+func (cp *Checkpoint) settledDoc() ([]byte, error) {
+	w := cp.Pending
+	if w == nil || w.Held {
+		return cp.MarshalJSON()
+	}
+	count := cp.PersistedCount
+	cp.Pending, cp.PersistedCount = nil, w.PersistedCount
+	defer func() { cp.Pending, cp.PersistedCount = w, count }()
+	return cp.MarshalJSON()
 }
 
 func (rs runSession) AcceptsRunContext() bool    { return capwrap.AcceptsRunContext(rs.Session) }

@@ -19,6 +19,11 @@ func (d *itemData) lookup(key string) ([]byte, bool) {
 	n := int(ix.n)
 	for j := 0; j < n; j++ {
 		k := int(ix.at[j])
+		// A name whose first byte is not an escape starts with that byte
+		// once decoded: most names are told apart by it alone.
+		if c := raw[k+1]; len(key) > 0 && c != key[0] && c != '\\' {
+			continue
+		}
 		ke := keyEnd(raw, k)
 		if !nameIs(raw[k+1:ke-1], key) {
 			continue

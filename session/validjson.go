@@ -44,7 +44,8 @@ func validObject(b []byte) bool {
 // writes) with optional surrounding whitespace, in valid UTF-8, and records
 // its top-level members in ix. It is one pass with no allocation for depths
 // up to 64, which matters because every adapter runs it on every record it
-// reads.
+// reads: strings, most of an item's bytes, are skipped eight bytes at a
+// time, and the grammar is a few jumps between states of one function.
 func scanObject(b []byte, ix *index) bool {
 	*ix = index{}
 	if uint64(len(b)) > math.MaxUint32 {
@@ -57,119 +58,128 @@ func scanObject(b []byte, ix *index) bool {
 	}
 	var small [64]byte
 	stack := small[:0] // '{' or '[' per open container
-	for {
-		// At the start of a value.
-		if i >= len(b) {
-			return false
-		}
-		switch c := b[i]; {
-		case c == '{' || c == '[':
-			if len(stack) == maxDepth {
-				return false
-			}
-			stack = append(stack, c)
-			i = skipSpace(b, i+1)
-			if i < len(b) && b[i] == c+2 { // '{'+2 == '}', '['+2 == ']'
-				if len(stack) == 1 {
-					ix.close = uint32(i)
-				}
-				i++
-				stack = stack[:len(stack)-1]
-				goto afterValue
-			}
-			if c == '{' {
-				k := i
-				if i = skipKey(b, i); i < 0 {
-					return false
-				}
-				if len(stack) == 1 {
-					ix.record(k)
-				}
-			}
-			continue
-		case c == '"':
-			if i = skipString(b, i); i < 0 {
-				return false
-			}
-		case c >= '0' && c <= '9':
-			if i = skipNumber(b, i); i < 0 {
-				return false
-			}
-		case c == '-':
-			if i+1 < len(b) && b[i+1] == 'I' {
-				if !hasLiteral(b, i, "-Infinity") {
-					return false
-				}
-				i += 9
-			} else if i = skipNumber(b, i); i < 0 {
-				return false
-			}
-		case c == 't':
-			if !hasLiteral(b, i, "true") {
-				return false
-			}
-			i += 4
-		case c == 'f':
-			if !hasLiteral(b, i, "false") {
-				return false
-			}
-			i += 5
-		case c == 'n':
-			if !hasLiteral(b, i, "null") {
-				return false
-			}
-			i += 4
-		case c == 'N':
-			if !hasLiteral(b, i, "NaN") {
-				return false
-			}
-			i += 3
-		case c == 'I':
-			if !hasLiteral(b, i, "Infinity") {
-				return false
-			}
-			i += 8
-		default:
-			return false
-		}
-	afterValue:
-		for {
-			i = skipSpace(b, i)
-			if len(stack) == 0 {
-				return i == len(b)
-			}
-			if i >= len(b) {
-				return false
-			}
-			top := stack[len(stack)-1]
-			switch b[i] {
-			case ',':
-				i = skipSpace(b, i+1)
-				if top == '{' {
-					k := i
-					if i = skipKey(b, i); i < 0 {
-						return false
-					}
-					if len(stack) == 1 {
-						ix.record(k)
-					}
-				}
-			case '}', ']':
-				if b[i] != top+2 {
-					return false
-				}
-				if len(stack) == 1 {
-					ix.close = uint32(i)
-				}
-				i++
-				stack = stack[:len(stack)-1]
-				continue
-			default:
-				return false
-			}
-			break
-		}
+	inObject := true   // the innermost open container is an object
+	c := byte('{')
+
+open: // b[i] is c, '{' or '['
+	if len(stack) == maxDepth {
+		return false
 	}
+	stack = append(stack, c)
+	inObject = c == '{'
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == c+2 { // '{'+2 == '}', '['+2 == ']'
+		goto closed
+	}
+	if !inObject {
+		goto value
+	}
+
+member: // at a member's name
+	if i >= len(b) || b[i] != '"' {
+		return false
+	}
+	if len(stack) == 1 {
+		ix.record(i)
+	}
+	if i = skipStringBody(b, i+1); i < 0 {
+		return false
+	}
+	if i < len(b) && b[i] == ':' {
+		i++
+	} else if i = skipSpace(b, i); i < len(b) && b[i] == ':' {
+		i++
+	} else {
+		return false
+	}
+	i = skipSpace(b, i)
+
+value: // at the start of a value
+	if i >= len(b) {
+		return false
+	}
+	switch c = b[i]; c {
+	case '"':
+		if i = skipStringBody(b, i+1); i < 0 {
+			return false
+		}
+	case '{', '[':
+		goto open
+	case '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		if i = skipNumber(b, i); i < 0 {
+			return false
+		}
+	case '-':
+		if i+1 < len(b) && b[i+1] == 'I' {
+			if !hasLiteral(b, i, "-Infinity") {
+				return false
+			}
+			i += 9
+		} else if i = skipNumber(b, i); i < 0 {
+			return false
+		}
+	case 't':
+		if !hasLiteral(b, i, "true") {
+			return false
+		}
+		i += 4
+	case 'f':
+		if !hasLiteral(b, i, "false") {
+			return false
+		}
+		i += 5
+	case 'n':
+		if !hasLiteral(b, i, "null") {
+			return false
+		}
+		i += 4
+	case 'N':
+		if !hasLiteral(b, i, "NaN") {
+			return false
+		}
+		i += 3
+	case 'I':
+		if !hasLiteral(b, i, "Infinity") {
+			return false
+		}
+		i += 8
+	default:
+		return false
+	}
+
+next: // after a value inside a container
+	i = skipSpace(b, i)
+	if i >= len(b) {
+		return false
+	}
+	switch b[i] {
+	case ',':
+		i = skipSpace(b, i+1)
+		if inObject {
+			goto member
+		}
+		goto value
+	case '}':
+		if !inObject {
+			return false
+		}
+	case ']':
+		if inObject {
+			return false
+		}
+	default:
+		return false
+	}
+
+closed: // b[i] closes the innermost container
+	if len(stack) == 1 {
+		ix.close = uint32(i)
+		return skipSpace(b, i+1) == len(b)
+	}
+	i++
+	stack = stack[:len(stack)-1]
+	inObject = stack[len(stack)-1] == '{'
+	goto next
 }
 
 // record notes a top-level member whose key starts at k.
@@ -182,26 +192,9 @@ func (ix *index) record(k int) {
 	ix.more = true
 }
 
-// skipKey returns the index of the value after the member name and colon
-// starting at b[i], or -1.
-func skipKey(b []byte, i int) int {
-	if i = skipString(b, i); i < 0 {
-		return -1
-	}
-	if i = skipSpace(b, i); i >= len(b) || b[i] != ':' {
-		return -1
-	}
-	return skipSpace(b, i+1)
-}
-
 func skipSpace(b []byte, i int) int {
-	for i < len(b) {
-		switch b[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
+	for i < len(b) && b[i] <= ' ' && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
 	}
 	return i
 }
@@ -210,26 +203,38 @@ func hasLiteral(b []byte, i int, lit string) bool {
 	return len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit
 }
 
-// skipString returns the index after the string starting at b[i], or -1.
-func skipString(b []byte, i int) int {
-	if i >= len(b) || b[i] != '"' {
-		return -1
-	}
-	i++
-	for i < len(b) {
-		// Eight bytes at a time: skip plain ones, and jump straight to the
-		// first byte that needs a look (most strings are short).
-		for len(b)-i >= 8 {
-			m := special8(binary.LittleEndian.Uint64(b[i:]))
-			if m != 0 {
-				i += bits.TrailingZeros64(m) >> 3
-				break
+// skipStringBody returns the index after the string whose body starts at
+// b[i] (just after the opening quote), or -1. Eight bytes at a time, it
+// skips the plain ones and jumps straight to the first byte that needs a
+// look; the closing quote is found there, the rest in skipStringSlow.
+func skipStringBody(b []byte, i int) int {
+	for len(b)-i >= 8 {
+		if m := special8(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			i += bits.TrailingZeros64(m) >> 3
+			if b[i] == '"' {
+				return i + 1
 			}
-			i += 8
+			return skipStringSlow(b, i)
 		}
-		if i >= len(b) {
-			break
+		i += 8
+	}
+	if left := len(b) - i; left > 0 && len(b) >= 8 {
+		// Fewer than eight bytes left (the end of an item's last string):
+		// the last eight bytes of b, shifted so that b[i] is the lowest
+		// and zeros, which special8 flags, fill in past the end.
+		m := special8(binary.LittleEndian.Uint64(b[len(b)-8:]) >> (8 * (8 - left)))
+		i += bits.TrailingZeros64(m) >> 3
+		if i < len(b) && b[i] == '"' {
+			return i + 1
 		}
+	}
+	return skipStringSlow(b, i)
+}
+
+// skipStringSlow is skipStringBody from b[i] on, one byte, escape or
+// rune at a time until eight plain bytes are ahead.
+func skipStringSlow(b []byte, i int) int {
+	for i < len(b) {
 		c := b[i]
 		switch {
 		case c == '"':
@@ -260,6 +265,15 @@ func skipString(b []byte, i int) int {
 			}
 			i += n
 		}
+		// Back to eight bytes at a time when they are plain.
+		for len(b)-i >= 8 {
+			m := special8(binary.LittleEndian.Uint64(b[i:]))
+			if m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
+		}
 	}
 	return -1
 }
@@ -269,15 +283,17 @@ func skipString(b []byte, i int) int {
 // control characters, '"' and '\\'. A byte above a flagged one may be
 // flagged wrongly (a borrow), but the lowest flagged byte is always right,
 // which is all it is used for: zero means all eight are plain.
+//
+// A byte's high bit is set in x-0x20 when it is below 0x20, in q-1 when
+// it is '"' (q is v^'"'), in s-1 when it is '\\', and in v when it is not
+// ASCII; every other way a high bit gets set (x-0x20 or q-1 on a byte
+// above 0x80) is on a byte v flags already, and a borrow starts only at a
+// flagged byte. So one AND with the high bits does for all four tests.
 func special8(v uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	nonASCII := v & highs
-	control := (v - 0x20*ones) &^ v & highs // some byte < 0x20
-	quote := v ^ ('"' * ones)
-	backslash := v ^ ('\\' * ones)
-	zeroQ := (quote - ones) &^ quote & highs
-	zeroB := (backslash - ones) &^ backslash & highs
-	return nonASCII | control | zeroQ | zeroB
+	q := v ^ ('"' * ones)
+	s := v ^ ('\\' * ones)
+	return (v | (v - 0x20*ones) | (q - ones) | (s - ones)) & highs
 }
 
 func isHex(c byte) bool {
