@@ -26,9 +26,11 @@ var ErrCannotList = errors.New("adapters: the store cannot list its sessions")
 // the same data with the same options).
 //
 // Stores that list in order (memory, SQLite, PostgreSQL, MongoDB) return
-// sorted ids, and their cursor is the last id returned: within one pass no
-// id repeats, a session present from the first page to the last is listed
-// once, and one added or removed between pages is listed or not. Redis
+// ids in ListSessions's order (bytewise, except PostgreSQL's: its stored
+// ids in the column's collation), and their cursor is the last id
+// returned: within one pass no id repeats, a session present from the
+// first page to the last is listed once, one added or removed between
+// pages is listed or not, and one added behind the cursor is not. Redis
 // pages follow SCAN: a session present for the whole pass is listed at
 // least once, and may be listed twice (a rehash between pages), and ids
 // come in no particular order.

@@ -1,0 +1,184 @@
+package adapters_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentsessions/sessions/adapters"
+	"github.com/agentsessions/sessions/internal/testkit/storetest"
+	"github.com/agentsessions/sessions/session"
+)
+
+// pageHostileIDs are ids with the bytes a listing may mishandle: SCAN
+// MATCH's glob characters, quotes, NUL, invalid UTF-8, separators.
+var pageHostileIDs = []string{
+	"a", "a*", "a?", "a[0]", "[", "]", "\\", "*", "?", "%", "%2A", "'", `"`, "a\x00", "a\x00x",
+	"a:", ":{a}:items", "{a}", "}{", "ünïcødé-☃", " ", "\n", "\xff\xfe", "a b", "a b c",
+}
+
+// pageBackends are the backends with a paged listing: every backend, and
+// Redis's Python layout.
+func pageBackends() []storetest.Backend {
+	bs := storetest.Backends()
+	for _, b := range bs {
+		if b.Name == "redis" {
+			py := b
+			py.Name = "redis-python"
+			url := b.URL
+			py.URL = func(t testing.TB) string { return url(t) + "&layout=python" }
+			bs = append(bs, py)
+		}
+	}
+	return bs
+}
+
+// ordered reports whether b lists in order (no repeat within a pass).
+func ordered(b storetest.Backend) bool { return !strings.HasPrefix(b.Name, "redis") }
+
+// fill gives each id one item, and returns the ids the store accepted.
+func fill(t *testing.T, st adapters.Store, ids []string) []string {
+	t.Helper()
+	ctx := context.Background()
+	var kept []string
+	for _, id := range ids {
+		s, err := st.Session(id)
+		if err == nil {
+			err = s.AddItems(ctx, []session.Item{session.MustItem(`{"n":1}`)})
+		}
+		if errors.Is(err, session.ErrInvalidSessionID) {
+			continue // an id this backend refuses
+		}
+		require.NoError(t, err, "%q", id)
+		kept = append(kept, id)
+	}
+	return kept
+}
+
+// listAll pages through st with the page sizes sizes (the last repeated),
+// checking each page's size, and returns every id listed, in order.
+func listAll(t *testing.T, st adapters.Store, sizes ...int) []string {
+	t.Helper()
+	var all []string
+	cursor := ""
+	for i := 0; ; i++ {
+		limit := sizes[min(i, len(sizes)-1)]
+		ids, next, err := adapters.ListPage(context.Background(), st, cursor, limit)
+		require.NoError(t, err)
+		require.LessOrEqual(t, len(ids), limit, "page %d", i)
+		all = append(all, ids...)
+		if next == "" {
+			return all
+		}
+		require.Less(t, i, 10000, "the listing does not end")
+		cursor = next
+	}
+}
+
+func sorted(ids []string) []string {
+	out := slices.Clone(ids)
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+func TestListSessionsPage(t *testing.T) {
+	for _, b := range pageBackends() {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			st, err := adapters.Open(ctx, b.URL(t))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = st.Close() })
+			_, paged := st.(adapters.PageLister)
+			require.True(t, paged, "%s implements PageLister", b.Name)
+
+			ids := slices.Clone(pageHostileIDs)
+			for i := range 23 {
+				ids = append(ids, fmt.Sprintf("s%03d", i))
+			}
+			want := sorted(fill(t, st, ids))
+			require.Greater(t, len(want), 30)
+			full, err := st.(adapters.Lister).ListSessions(ctx)
+			require.NoError(t, err)
+			require.Equal(t, want, sorted(full), "ListSessions")
+
+			for _, sizes := range [][]int{{1}, {3}, {7, 1, 4}, {len(want)}, {len(want) + 1}, {500}} {
+				got := listAll(t, st, sizes...)
+				require.Equal(t, want, sorted(got), "pages of %v: every id listed", sizes)
+				if ordered(b) {
+					require.Equal(t, full, got, "pages of %v: in ListSessions's order, each once", sizes)
+				}
+			}
+		})
+	}
+}
+
+// A session added or removed between pages never makes an ordered
+// backend list an id twice; one added behind the cursor is not listed,
+// one added ahead is, one removed ahead is not.
+func TestListSessionsPageChanges(t *testing.T) {
+	for _, b := range pageBackends() {
+		if !ordered(b) {
+			continue
+		}
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			st, err := adapters.Open(ctx, b.URL(t))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = st.Close() })
+			fill(t, st, []string{"b", "d", "f", "h", "j"})
+			ids, next, err := adapters.ListPage(ctx, st, "", 2)
+			require.NoError(t, err)
+			require.Equal(t, []string{"b", "d"}, ids)
+			fill(t, st, []string{"a", "c", "e", "i"}) // a, c behind the cursor
+			h, err := st.Session("h")
+			require.NoError(t, err)
+			require.NoError(t, h.Clear(ctx))
+			if r, ok := st.(interface {
+				RemoveSession(context.Context, string) error
+			}); ok {
+				require.NoError(t, r.RemoveSession(ctx, "h"))
+			}
+			var rest []string
+			for next != "" {
+				ids, next, err = adapters.ListPage(ctx, st, next, 2)
+				require.NoError(t, err)
+				rest = append(rest, ids...)
+			}
+			require.Equal(t, []string{"e", "f", "i", "j"}, rest)
+		})
+	}
+}
+
+// listerOnly hides every capability of a store but Lister.
+type listerOnly struct {
+	adapters.Store
+	l adapters.Lister
+}
+
+func (s listerOnly) ListSessions(ctx context.Context) ([]string, error) { return s.l.ListSessions(ctx) }
+
+func TestListPageFallback(t *testing.T) {
+	ctx := context.Background()
+	st, err := adapters.Open(ctx, "memory://")
+	require.NoError(t, err)
+	defer st.Close()
+	want := sorted(fill(t, st, pageHostileIDs))
+	lo := listerOnly{Store: st, l: st.(adapters.Lister)}
+	for _, n := range []int{1, 2, 5, 100} {
+		require.Equal(t, want, listAll(t, lo, n))
+	}
+	_, _, err = adapters.ListPage(ctx, struct{ adapters.Store }{st}, "", 1)
+	require.ErrorIs(t, err, adapters.ErrCannotList)
+	_, _, err = adapters.ListPage(ctx, st, "", 0)
+	require.Error(t, err)
+	page, next, err := adapters.PageOf([]string{"c", "a", "b"}, "a", 1)
+	require.NoError(t, err)
+	require.Equal(t, []string{"b"}, page)
+	require.Equal(t, "b", next)
+}
