@@ -68,14 +68,16 @@ func (st *Store) SummarizeSessions(ctx context.Context, ids []string, each func(
 	}
 	out := make([]adapters.SessionSummary, len(ids))
 	at := make(map[string]int, len(ids))
+	uniq := make([]string, 0, len(ids))
 	for i, id := range ids {
 		out[i].ID = id
 		if _, dup := at[id]; !dup {
 			at[id] = i
+			uniq = append(uniq, id)
 		}
 	}
-	for lo := 0; lo < len(ids); lo += maxPageIDs {
-		if err := st.summarize(ctx, ids[lo:min(len(ids), lo+maxPageIDs)], out, at, each); err != nil {
+	for lo := 0; lo < len(uniq); lo += maxPageIDs {
+		if err := st.summarize(ctx, uniq[lo:min(len(uniq), lo+maxPageIDs)], out, at, each); err != nil {
 			return nil, st.wrap(ctx, "summarize sessions", err)
 		}
 	}
