@@ -14,6 +14,7 @@ import (
 	"github.com/agentsessions/sessions/adapters"
 	"github.com/agentsessions/sessions/internal/testkit/storetest"
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 // pageHostileIDs are ids with the bytes a listing may mishandle: SCAN
@@ -181,4 +182,79 @@ func TestListPageFallback(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"b"}, page)
 	require.Equal(t, "b", next)
+}
+
+// Every Summarizer agrees with reading each session: items, bytes,
+// unreadable records (counted exactly as a read reports them), updated
+// time, checkpoints.
+func TestSummarizeSessionsAgreesWithReads(t *testing.T) {
+	for _, b := range pageBackends() {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			corrupt := &driver.CorruptLog{}
+			st, err := adapters.OpenWith(ctx, b.URL(t), adapters.Options{OnCorrupt: corrupt.Handler()})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = st.Close() })
+			sm, ok := st.(adapters.Summarizer)
+			if !ok {
+				// no Summarizer (sessionctl list reads each session): nothing to compare
+				require.NotContains(t, []string{"sqlite", "postgres"}, b.Name, "SQLite and PostgreSQL summarize pages")
+				return
+			}
+			raws := []string{`not json`, `[1]`, `"s"`, `{"a":NaN}`, `{"a":1`, `{"a":1} x`, `{"a":"\ud800"}`,
+				`{"a":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}`, `{"deep":` + strings.Repeat("[", 99) + strings.Repeat("]", 99) + `}`}
+			var ids []string
+			for i, raw := range raws {
+				id := fmt.Sprintf("r%02d-%s", i, pageHostileIDs[i%len(pageHostileIDs)])
+				s, err := st.Session(id)
+				require.NoError(t, err)
+				require.NoError(t, s.AddItems(ctx, []session.Item{session.MustItem(`{"n":"ü"}`)}))
+				require.NoError(t, st.(driver.RawAppender).AppendRaw(ctx, id, []byte(raw)))
+				if cs, ok := s.(session.CheckpointStore); ok && i%2 == 0 {
+					for _, name := range []string{"b", "a", "Z"} {
+						_, err := cs.SaveCheckpoint(ctx, name, []byte(`{"x":1}`), session.AnyVersion)
+						require.NoError(t, err)
+					}
+				}
+				ids = append(ids, id)
+			}
+			ids = append(ids, "nothing", ids[0])
+			sums, err := sm.SummarizeSessions(ctx, ids, nil)
+			require.NoError(t, err)
+			require.Len(t, sums, len(ids))
+			for i, id := range ids {
+				corrupt.Reset(id)
+				s, err := st.Session(id)
+				require.NoError(t, err)
+				items, err := session.All(ctx, s)
+				require.NoError(t, err)
+				var size int64
+				for _, it := range items {
+					size += int64(len(it.Bytes()))
+				}
+				want := adapters.SessionSummary{ID: id, Items: len(items), Bytes: size, Unreadable: len(corrupt.Reports(id))}
+				if ts, ok := st.(adapters.Timestamps); ok {
+					tm, found, err := ts.SessionTimes(ctx, id)
+					require.NoError(t, err)
+					if found {
+						want.Updated = tm.Updated
+					}
+				}
+				if cs, ok := s.(session.CheckpointStore); ok {
+					names, err := cs.ListCheckpoints(ctx)
+					require.NoError(t, err)
+					for _, n := range names {
+						doc, v, err := cs.LoadCheckpoint(ctx, n)
+						require.NoError(t, err)
+						want.Checkpoints = append(want.Checkpoints, adapters.StoredCheckpoint{Name: n, Version: v, Document: doc})
+					}
+				}
+				got := sums[i]
+				require.True(t, want.Updated.Equal(got.Updated), "%q: updated %v, want %v", id, got.Updated, want.Updated)
+				got.Updated = want.Updated
+				require.Equal(t, want, got, "%q", id)
+			}
+			require.Equal(t, 1, sums[0].Unreadable, "not json")
+		})
+	}
 }
