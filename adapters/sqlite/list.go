@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/agentsessions/sessions/adapters"
 	"github.com/agentsessions/sessions/session"
@@ -89,15 +90,58 @@ func (st *Store) SummarizeSessions(ctx context.Context, ids []string, each func(
 	return out, nil
 }
 
+// pageStmts are the statements of summarize for maxPageIDs ids, prepared
+// once: parsing an IN list of 500 parameters costs as much as running it.
+type pageStmts struct {
+	mu                 sync.Mutex
+	rows, times, ckpts *sql.Stmt
+}
+
+func (p *pageStmts) all() []*sql.Stmt {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return []*sql.Stmt{p.rows, p.times, p.ckpts}
+}
+
+// summaryQueries returns summarize's statements for n ids: of the rows,
+// of the times, of the checkpoints.
+func (st *Store) summaryQueries(n int) (rows, times, ckpts string) {
+	in := "(?" + strings.Repeat(", ?", n-1) + ")"
+	return `SELECT session_id, message_data FROM ` + quote(st.q.messages) + ` WHERE session_id IN ` + in + ` ORDER BY session_id, id`,
+		`SELECT session_id, updated_at FROM ` + quote(st.q.sessions) + ` WHERE session_id IN ` + in,
+		`SELECT session_id, name, version, document FROM ` + quote(st.q.ck.table) + ` WHERE session_id IN ` + in + ` ORDER BY session_id, name`
+}
+
+// query runs one of summarize's statements: prepared once for a full
+// page, as text otherwise.
+func (st *Store) pageQuery(ctx context.Context, stmt **sql.Stmt, text string, n int, args []any) (*sql.Rows, error) {
+	if n != maxPageIDs {
+		return st.db.QueryContext(ctx, text, args...)
+	}
+	p := &st.pageStmts
+	p.mu.Lock()
+	if *stmt == nil {
+		s, err := st.db.PrepareContext(ctx, text)
+		if err != nil {
+			p.mu.Unlock()
+			return nil, err
+		}
+		*stmt = s
+	}
+	s := *stmt
+	p.mu.Unlock()
+	return s.QueryContext(ctx, args...)
+}
+
 // summarize fills the summaries of ids (at most maxPageIDs).
 func (st *Store) summarize(ctx context.Context, ids []string, out []adapters.SessionSummary, at map[string]int, each func(string, session.Item)) error {
 	args := make([]any, len(ids))
 	for i, id := range ids {
 		args[i] = id
 	}
-	in := "(?" + strings.Repeat(", ?", len(ids)-1) + ")"
-	rows, err := st.db.QueryContext(ctx, `SELECT session_id, message_data FROM `+quote(st.q.messages)+
-		` WHERE session_id IN `+in+` ORDER BY session_id, id`, args...)
+	qRows, qTimes, qCkpts := st.summaryQueries(len(ids))
+	p := &st.pageStmts
+	rows, err := st.pageQuery(ctx, &p.rows, qRows, len(ids), args)
 	if err != nil {
 		return err
 	}
@@ -129,7 +173,7 @@ func (st *Store) summarize(ctx context.Context, ids []string, out []adapters.Ses
 		return err
 	}
 
-	rows, err = st.db.QueryContext(ctx, `SELECT session_id, updated_at FROM `+quote(st.q.sessions)+` WHERE session_id IN `+in, args...)
+	rows, err = st.pageQuery(ctx, &p.times, qTimes, len(ids), args)
 	if err != nil {
 		return err
 	}
@@ -150,8 +194,7 @@ func (st *Store) summarize(ctx context.Context, ids []string, out []adapters.Ses
 	if ok, err := st.checkpointsReady(ctx); err != nil || !ok {
 		return err
 	}
-	rows, err = st.db.QueryContext(ctx, `SELECT session_id, name, version, document FROM `+quote(st.q.ck.table)+
-		` WHERE session_id IN `+in+` ORDER BY session_id, name`, args...)
+	rows, err = st.pageQuery(ctx, &p.ckpts, qCkpts, len(ids), args)
 	if err != nil {
 		return err
 	}

@@ -1,12 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/url"
 	"strings"
 	"time"
@@ -305,6 +305,9 @@ func readSession(ctx context.Context, st adapters.Store, keys keyring, corrupt *
 // document whose sessions array is written a page at a time.
 type listWriter struct {
 	e     *env
+	w     *bufio.Writer // flushed after each page
+	buf   bytes.Buffer  // a row's JSON
+	enc   *json.Encoder // into buf
 	json  bool
 	store string
 	n     int // sessions written
@@ -312,25 +315,26 @@ type listWriter struct {
 }
 
 func newListWriter(e *env, asJSON bool, store string) *listWriter {
-	w := &listWriter{e: e, json: asJSON, store: store}
+	w := &listWriter{e: e, w: bufio.NewWriterSize(e.stdout, 64<<10), json: asJSON, store: store}
+	w.enc = json.NewEncoder(&w.buf)
+	w.enc.SetIndent("    ", "  ")
+	w.enc.SetEscapeHTML(false)
 	if asJSON {
 		name, _ := json.Marshal(store)
-		_, w.err = fmt.Fprintf(e.stdout, "{\n  \"store\": %s,\n  \"sessions\": [", name)
+		fmt.Fprintf(w.w, "{\n  \"store\": %s,\n  \"sessions\": [", name)
 	} else {
-		fmt.Fprintf(e.stdout, "%-40s %8s %10s  %-20s  %-15s  %s\n", "SESSION", "ITEMS", "BYTES", "UPDATED", "CHECKPOINT", "NOTES")
+		fmt.Fprintf(w.w, "%-40s %8s %10s  %-20s  %-15s  %s\n", "SESSION", "ITEMS", "BYTES", "UPDATED", "CHECKPOINT", "NOTES")
 	}
 	return w
 }
 
 // sessions writes rows.
 func (w *listWriter) sessions(rows []listSession) {
+	defer w.flush()
 	for _, ls := range rows {
 		if w.json {
-			var b bytes.Buffer
-			enc := json.NewEncoder(&b)
-			enc.SetIndent("    ", "  ")
-			enc.SetEscapeHTML(false)
-			if err := enc.Encode(ls); err != nil {
+			w.buf.Reset()
+			if err := w.enc.Encode(ls); err != nil {
 				w.err = err
 				return
 			}
@@ -338,11 +342,11 @@ func (w *listWriter) sessions(rows []listSession) {
 			if w.n == 0 {
 				sep = "\n    "
 			}
-			if _, err := fmt.Fprintf(w.e.stdout, "%s%s", sep, bytes.TrimRight(b.Bytes(), "\n")); err != nil && w.err == nil {
-				w.err = err
-			}
+			w.w.WriteString(sep)
+			w.w.Write(bytes.TrimRight(w.buf.Bytes(), "\n"))
 		} else {
-			fmt.Fprintln(w.e.stdout, tableRow(ls))
+			w.w.WriteString(tableRow(ls))
+			w.w.WriteByte('\n')
 		}
 		w.n++
 	}
@@ -352,7 +356,8 @@ func (w *listWriter) sessions(rows []listSession) {
 // -limit cut, or the error that stopped it.
 func (w *listWriter) end(next string, stopped error) error {
 	if !w.json {
-		return nil
+		w.flush()
+		return w.err
 	}
 	var b strings.Builder
 	if w.n > 0 {
@@ -366,10 +371,16 @@ func (w *listWriter) end(next string, stopped error) error {
 		}
 	}
 	b.WriteString("\n}\n")
-	if _, err := io.WriteString(w.e.stdout, b.String()); err != nil && w.err == nil {
+	w.w.WriteString(b.String())
+	w.flush()
+	return w.err
+}
+
+// flush writes what w holds, keeping the first error.
+func (w *listWriter) flush() {
+	if err := w.w.Flush(); err != nil && w.err == nil {
 		w.err = err
 	}
-	return w.err
 }
 
 func encodeCursorIf(c string) string {
