@@ -35,11 +35,11 @@ type Store struct {
 	syncPragma string
 	// rs holds the read statements, prepared once on the *sql.DB (which
 	// prepares each on a connection the first time it runs there).
-	rs     readStmts
+	rs readStmts
 	// pageStmts are SummarizeSessions' statements for a full page of ids,
 	// prepared on first use (list.go).
 	pageStmts pageStmts
-	closed atomic.Bool // calls fail with ErrClosed
+	closed    atomic.Bool // calls fail with ErrClosed
 	// ckReady: the checkpoints table is known to exist (checkpoints.go).
 	ckReady atomic.Bool
 	// opsReady: the operation-id table is known to exist (once.go).
