@@ -123,7 +123,8 @@
 // Lister returns every id at once. A store of many sessions also
 // implements PageLister, a page of ids after a cursor (every backend here
 // does), and may implement Summarizer, what sessionctl list shows of a
-// page of sessions with a fixed number of queries (SQLite, PostgreSQL).
+// page of sessions with a fixed number of queries or round trips
+// (SQLite, PostgreSQL, Redis).
 // Callers probe for them, as database/sql probes a driver's optional
 // interfaces: ListPage pages a store that is only a Lister from
 // ListSessions; a store without Summarizer is summarized by reading each

@@ -111,6 +111,9 @@ type StoredCheckpoint struct {
 	Name     string
 	Version  int64
 	Document []byte
+	// Err is why the store could not read the checkpoint (LoadCheckpoint's
+	// error); Version and Document are then zero.
+	Err error
 }
 
 // Summarizer is implemented by stores that summarize a page of sessions

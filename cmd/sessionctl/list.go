@@ -241,7 +241,7 @@ func summaryRow(s adapters.SessionSummary, envelopes int) listSession {
 	}
 	cps := make([]storedCheckpoint, 0, len(s.Checkpoints))
 	for _, c := range s.Checkpoints {
-		cps = append(cps, loadCheckpoint(c.Name, c.Version, c.Document, nil))
+		cps = append(cps, loadCheckpoint(c.Name, c.Version, c.Document, c.Err))
 	}
 	setCheckpoints(&ls, cps)
 	return ls
