@@ -121,8 +121,9 @@ func runList(ctx context.Context, e *env, args []string) error {
 			var f int
 			rows, f, err = summarizePage(ctx, st, keys, corrupt, ids)
 			failed += f
+			there := other.holds(ctx, ids)
 			for i := range rows {
-				if other.has(ctx, rows[i].SessionID) {
+				if there[rows[i].SessionID] {
 					rows[i].AlsoInLayout = other.layout
 					notes = append(notes, fmt.Sprintf("note: session %s also exists in the %s layout (?layout=%s): two disjoint histories; each URL reads one", quoteID(rows[i].SessionID), other.layout, other.layout))
 				}
@@ -436,8 +437,8 @@ func unreadableCheckpoints(cps []listCheckpoint) int {
 
 // otherStore is, for a Redis URL, the store of the other key layout
 // ("python" for a native URL, "native" for ?layout=python), opened with its
-// default key_prefix, read to tell which listed sessions it holds too: a
-// latest-1 read of each (one LRANGE; no second scan of the keyspace). It
+// default key_prefix, read to tell which listed sessions it holds too
+// (holds: no second scan of the keyspace). It
 // finds nothing for other backends, for Redis Cluster (which refuses the
 // Python layout), and when the other layout cannot be opened.
 type otherStore struct {
@@ -475,6 +476,34 @@ func openOtherLayout(ctx context.Context, dsn string, timeout time.Duration) *ot
 	}
 	o.layout, o.st = layout, st
 	return o
+}
+
+// holds returns which of ids the other layout holds a session of: with
+// one summary of the page when the store summarizes pages (one pipeline),
+// else with a latest-1 read of each.
+func (o *otherStore) holds(ctx context.Context, ids []string) map[string]bool {
+	found := map[string]bool{}
+	if o.st == nil || len(ids) == 0 {
+		return found
+	}
+	if sm, ok := o.st.(adapters.Summarizer); ok {
+		cctx, cancel := context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+		if sums, err := sm.SummarizeSessions(cctx, ids, nil); err == nil {
+			for _, s := range sums {
+				if s.Items > 0 || s.Unreadable > 0 {
+					found[s.ID] = true
+				}
+			}
+			return found
+		}
+	}
+	for _, id := range ids {
+		if o.has(ctx, id) {
+			found[id] = true
+		}
+	}
+	return found
 }
 
 // has reports whether the other layout holds session id.
