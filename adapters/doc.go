@@ -117,4 +117,16 @@
 // named urls.go. Its Store may implement Lister, and
 // driver.RawAppender for the conformance suite's corrupt-record clause.
 // Options.ReadOnly asks it to create nothing.
+//
+// # Listing large stores
+//
+// Lister returns every id at once. A store of many sessions also
+// implements PageLister, a page of ids after a cursor (every backend here
+// does), and may implement Summarizer, what sessionctl list shows of a
+// page of sessions with a fixed number of queries or round trips
+// (SQLite, PostgreSQL, Redis).
+// Callers probe for them, as database/sql probes a driver's optional
+// interfaces: ListPage pages a store that is only a Lister from
+// ListSessions; a store without Summarizer is summarized by reading each
+// session.
 package adapters

@@ -3,8 +3,9 @@ package adapters_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/agentsessions/sessions/internal/testkit/testservers"
 )
 
-// TestMain fails the run when a test leaves a goroutine behind.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain stops the test servers the paging tests started, and fails the
+// run when a test leaves a goroutine behind (testservers.Main).
+func TestMain(m *testing.M) { testservers.Main(m) }

@@ -19,7 +19,8 @@ import (
 var ErrInvalidDSN = errors.New("adapters: invalid store URL")
 
 // Store is an opened store of sessions, whatever its backend. A backend's
-// Store may also implement Lister and driver.RawAppender.
+// Store may also implement Lister, PageLister, Summarizer, Timestamps and
+// driver.RawAppender.
 type Store interface {
 	// Session returns a handle on session id.
 	Session(id string) (session.Session, error)
@@ -31,7 +32,7 @@ type Store interface {
 }
 
 // Lister is implemented by stores that can list the ids of the sessions
-// they hold.
+// they hold, all at once; PageLister lists them a page at a time.
 type Lister interface {
 	ListSessions(ctx context.Context) ([]string, error)
 }

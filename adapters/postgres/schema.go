@@ -37,6 +37,7 @@ type queries struct {
 	clearMessages string
 	clearSession  string
 	list          string // sessions holding rows
+	listPage      string // a page of list: after $1, at most $2
 	version       string // the history's version (HistoryVersion)
 	deleteVersion string // deletes the history, returning its version
 
@@ -148,6 +149,7 @@ func newQueries(o Options) *queries {
 	q.clearMessages = `DELETE FROM ` + m + ` WHERE session_id = $1`
 	q.clearSession = `DELETE FROM ` + s + ` WHERE session_id = $1`
 	q.list = `SELECT session_id FROM ` + s + ` AS s WHERE EXISTS (SELECT 1 FROM ` + m + ` AS m WHERE m.session_id = s.session_id) ORDER BY session_id`
+	q.listPage = `SELECT session_id FROM ` + s + ` AS s WHERE s.session_id > $1 AND EXISTS (SELECT 1 FROM ` + m + ` AS m WHERE m.session_id = s.session_id) ORDER BY session_id LIMIT $2`
 	// A version is the count of the session's rows and a digest of their
 	// ids and xmins in order: ids are never reused, and an UPDATE of a row
 	// gives it a new xmin.

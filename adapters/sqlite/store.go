@@ -35,8 +35,11 @@ type Store struct {
 	syncPragma string
 	// rs holds the read statements, prepared once on the *sql.DB (which
 	// prepares each on a connection the first time it runs there).
-	rs     readStmts
-	closed atomic.Bool // calls fail with ErrClosed
+	rs readStmts
+	// pageStmts are SummarizeSessions' statements for a full page of ids,
+	// prepared on first use (list.go).
+	pageStmts pageStmts
+	closed    atomic.Bool // calls fail with ErrClosed
 	// ckReady: the checkpoints table is known to exist (checkpoints.go).
 	ckReady atomic.Bool
 	// opsReady: the operation-id table is known to exist (once.go).
@@ -274,7 +277,7 @@ func newStore(ctx context.Context, db *sql.DB, owned, memory bool, o Options, sy
 }
 
 func (st *Store) closeStmts() {
-	for _, s := range []*sql.Stmt{st.rs.items, st.rs.itemsData, st.rs.latestData, st.rs.since} {
+	for _, s := range append([]*sql.Stmt{st.rs.items, st.rs.itemsData, st.rs.latestData, st.rs.since}, st.pageStmts.all()...) {
 		if s != nil {
 			_ = s.Close()
 		}

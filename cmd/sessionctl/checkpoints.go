@@ -89,18 +89,24 @@ func readCheckpoints(ctx context.Context, s session.Session) (cps []storedCheckp
 		if err != nil && ctx.Err() != nil {
 			return nil, true, ctx.Err()
 		}
-		c := storedCheckpoint{name: name, version: version, size: len(doc), readErr: err}
-		if err == nil {
-			c.cp, c.loadErr = runstate.Load(doc)
-			if it, ierr := session.NewItem(doc); c.loadErr != nil && ierr == nil && isEnvelope(it) {
-				// An encrypted document read without a key: say so, not
-				// what Load makes of an envelope.
-				c.loadErr = errors.New("an encrypted document, not read: " + keysHint)
-			}
-		}
-		cps = append(cps, c)
+		cps = append(cps, loadCheckpoint(name, version, doc, err))
 	}
 	return cps, true, nil
+}
+
+// loadCheckpoint returns the checkpoint name as read: readErr why the
+// store could not read it, else doc at version, loaded with runstate.Load.
+func loadCheckpoint(name string, version int64, doc []byte, readErr error) storedCheckpoint {
+	c := storedCheckpoint{name: name, version: version, size: len(doc), readErr: readErr}
+	if readErr == nil {
+		c.cp, c.loadErr = runstate.Load(doc)
+		if it, ierr := session.NewItem(doc); c.loadErr != nil && ierr == nil && isEnvelope(it) {
+			// An encrypted document read without a key: say so, not
+			// what Load makes of an envelope.
+			c.loadErr = errors.New("an encrypted document, not read: " + keysHint)
+		}
+	}
+	return c
 }
 
 // summarizeCheckpoints returns list's CHECKPOINT value for a session: "-"

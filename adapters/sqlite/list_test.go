@@ -1,0 +1,133 @@
+package sqlite
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentsessions/sessions/adapters"
+	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
+)
+
+// unreadableKinds are stored records of every kind a read may refuse (and
+// NaN, which it reads): the summary must count exactly what a read skips.
+var unreadableKinds = map[string]string{
+	"not-json":        `not json`,
+	"truncated":       `{"a":1`,
+	"array":           `[1,2]`,
+	"string":          `"s"`,
+	"number":          `5`,
+	"null":            `null`,
+	"empty":           ``,
+	"trailing":        `{"a":1} x`,
+	"two-objects":     `{"a":1}{"b":2}`,
+	"invalid-utf8":    "{\"a\":\"\xff\xfe\"}",
+	"lone-surrogate":  `{"a":"\ud800"}`,
+	"lone-low":        `{"a":"\udc00x"}`,
+	"too-deep":        `{"a":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}`,
+	"deep-ok":         `{"a":` + strings.Repeat("[", 50) + strings.Repeat("]", 50) + `}`,
+	"nan":             `{"a":NaN}`,
+	"control-char":    "{\"a\":\"\x01\"}",
+	"duplicate-keys":  `{"a":1,"a":2}`,
+	"bom":             "\ufeff{\"a\":1}",
+	"whitespace-only": ` `,
+}
+
+// The summary of a page counts the records a read skips and reports,
+// for every kind of unreadable record, and agrees with a read of each
+// session on items, bytes, updated time and checkpoints.
+func TestSummarizeSessionsAgreesWithReads(t *testing.T) {
+	ctx := context.Background()
+	corrupt := &driver.CorruptLog{}
+	st, err := adapters.OpenWith(ctx, "sqlite://"+filepath.Join(t.TempDir(), "s.db"), adapters.Options{OnCorrupt: corrupt.Handler()})
+	require.NoError(t, err)
+	defer st.Close()
+	raw := st.(driver.RawAppender)
+	var ids []string
+	for kind, rec := range unreadableKinds {
+		id := "k-" + kind
+		s, err := st.Session(id)
+		require.NoError(t, err)
+		require.NoError(t, s.AddItems(ctx, []session.Item{session.MustItem(`{"before":1}`)}))
+		require.NoError(t, raw.AppendRaw(ctx, id, []byte(rec)))
+		require.NoError(t, s.AddItems(ctx, []session.Item{session.MustItem(`{"after":"ü"}`)}))
+		ids = append(ids, id)
+	}
+	// values of other types than TEXT, as a foreign writer may leave them
+	db := st.(*urlStore).st.db
+	_, err = db.ExecContext(ctx, `INSERT INTO agent_sessions (session_id) VALUES ('k-typed')`)
+	require.NoError(t, err)
+	for _, v := range []any{[]byte(`{"blob":1}`), []byte{0xff}, int64(7), 1.5} {
+		_, err := db.ExecContext(ctx, `INSERT INTO agent_messages (session_id, message_data) VALUES ('k-typed', ?)`, v)
+		require.NoError(t, err)
+	}
+	ids = append(ids, "k-typed")
+	cs, err := st.Session("k-typed")
+	require.NoError(t, err)
+	for _, doc := range []string{`{"v":1}`, `not a document`} {
+		_, err := cs.(session.CheckpointStore).SaveCheckpoint(ctx, "cp-"+doc[:3], []byte(doc), 0)
+		require.NoError(t, err)
+	}
+	ids = append(ids, "k-none", "k-typed") // a session with nothing, and a repeat
+
+	seen := map[string]int{}
+	sums, err := st.(adapters.Summarizer).SummarizeSessions(ctx, ids, func(id string, it session.Item) { seen[id]++ })
+	require.NoError(t, err)
+	require.Len(t, sums, len(ids))
+	for i, id := range ids {
+		sum := sums[i]
+		require.Equal(t, id, sum.ID)
+		corrupt.Reset(id)
+		s, err := st.Session(id)
+		require.NoError(t, err)
+		items, err := session.All(ctx, s)
+		require.NoError(t, err)
+		var size int64
+		for _, it := range items {
+			size += int64(len(it.Bytes()))
+		}
+		require.Equal(t, len(items), sum.Items, "%s: items", id)
+		require.Equal(t, size, sum.Bytes, "%s: bytes", id)
+		require.Equal(t, len(corrupt.Reports(id)), sum.Unreadable, "%s: unreadable", id)
+		if id != "k-typed" {
+			require.Equal(t, sum.Items, seen[id], "%s: each saw every item", id)
+		}
+		times, found, err := st.(adapters.Timestamps).SessionTimes(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, found, !sum.Updated.IsZero(), "%s: updated", id)
+		require.True(t, times.Updated.Equal(sum.Updated), "%s: updated", id)
+		names, err := s.(session.CheckpointStore).ListCheckpoints(ctx)
+		require.NoError(t, err)
+		require.Len(t, sum.Checkpoints, len(names), id)
+		for j, n := range names {
+			doc, v, err := s.(session.CheckpointStore).LoadCheckpoint(ctx, n)
+			require.NoError(t, err)
+			require.Equal(t, adapters.StoredCheckpoint{Name: n, Version: v, Document: doc}, sum.Checkpoints[j])
+		}
+	}
+	byID := map[string]adapters.SessionSummary{}
+	for _, s := range sums {
+		byID[s.ID] = s
+	}
+	require.Equal(t, 0, byID["k-nan"].Unreadable, "NaN reads")
+	require.Equal(t, 3, byID["k-nan"].Items)
+	for _, kind := range []string{"not-json", "array", "invalid-utf8", "too-deep", "empty"} {
+		require.Equal(t, 1, byID["k-"+kind].Unreadable, kind)
+	}
+	require.Equal(t, 2, len(byID["k-typed"].Checkpoints))
+
+	// more ids than one statement binds
+	many := make([]string, 0, 2*maxPageIDs+3)
+	for i := 0; i < cap(many); i++ {
+		many = append(many, ids[i%len(ids)])
+	}
+	again, err := st.(adapters.Summarizer).SummarizeSessions(ctx, many, nil)
+	require.NoError(t, err)
+	for i, s := range again {
+		require.Equal(t, byID[many[i]], s)
+	}
+}
