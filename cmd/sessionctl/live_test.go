@@ -223,9 +223,30 @@ func liveBackends(t *testing.T) map[string]func(t *testing.T) string {
 	return out
 }
 
+// agentPace is the mean time between one writer's batches in
+// TestRepairBesideLiveWriters: 80 ms (a few batches a second, an agent's
+// pace), or more where a repair's reads are slow (the Mongo-wire test
+// server scans its collection on every query): three times what the reads
+// of one repair attempt take (version, history, version, and the history
+// again), so that the 4 writers leave an attempt a fair chance to find
+// the session unchanged. The writers still append beside every attempt.
+func agentPace(t *testing.T, s session.Session) time.Duration {
+	t.Helper()
+	ctx := context.Background()
+	t0 := time.Now()
+	for range 2 {
+		_, err := session.Version(ctx, s)
+		require.NoError(t, err)
+		_, err = session.All(ctx, s)
+		require.NoError(t, err)
+	}
+	return max(80*time.Millisecond, 3*time.Since(t0))
+}
+
 // TestRepairBesideLiveWriters runs repair -apply in a loop while 4
 // goroutines append acknowledged batches (a user message, and every third
-// batch an orphan output for repair to move), each every 40-120 ms: every
+// batch an orphan output for repair to move), each at an agent's pace
+// (agentPace): every
 // acknowledged item is in the session, or, for an orphan, in the
 // quarantine, exactly once.
 func TestRepairBesideLiveWriters(t *testing.T) {
@@ -241,6 +262,7 @@ func TestRepairBesideLiveWriters(t *testing.T) {
 			if !session.Probe(s).Has(session.CapVersionedReplace) {
 				t.Skipf("%s: no VersionedReplacer yet: repair -apply refuses it without -offline", name)
 			}
+			pace := agentPace(t, s)
 			ctx, stop := context.WithCancel(context.Background())
 			var mu sync.Mutex
 			var acked []string
@@ -263,16 +285,16 @@ func TestRepairBesideLiveWriters(t *testing.T) {
 							acked = append(acked, batch...)
 							mu.Unlock()
 						}
-						// An agent's pace, not a benchmark's: a few batches a
-						// second each, so that a repair finds a moment.
-						time.Sleep(time.Duration(40+rand.IntN(80)) * time.Millisecond)
+						// An agent's pace, not a benchmark's, so that a repair
+						// finds a moment.
+						time.Sleep(pace/2 + time.Duration(rand.Int64N(int64(pace))))
 					}
 				}()
 			}
 			repaired, clean, gaveUp := 0, 0, 0
 			// At least 1.5 s of repairs, and on a slow or loaded backend
-			// more, up to 8 s, until one has applied beside the writers.
-			deadline, last := time.Now().Add(1500*time.Millisecond), time.Now().Add(8*time.Second)
+			// more, up to 20 s, until one has applied beside the writers.
+			deadline, last := time.Now().Add(1500*time.Millisecond), time.Now().Add(20*time.Second)
 			for now := time.Now(); now.Before(deadline) || repaired == 0 && now.Before(last); now = time.Now() {
 				code, out, stderr := sessionctl(t, "repair", "-apply", "-backup", "-", dsn, "live")
 				switch {
@@ -312,7 +334,7 @@ func TestRepairBesideLiveWriters(t *testing.T) {
 					dup++
 				}
 			}
-			t.Logf("%s: %d acknowledged items, %d lost, %d duplicated; %d repairs applied, %d found nothing to repair, %d gave up beside the writers", name, len(acked), lost, dup, repaired, clean, gaveUp)
+			t.Logf("%s: writers every %v on average; %d acknowledged items, %d lost, %d duplicated; %d repairs applied, %d found nothing to repair, %d gave up beside the writers", name, pace, len(acked), lost, dup, repaired, clean, gaveUp)
 			require.Zero(t, lost)
 			require.Zero(t, dup)
 			require.Positive(t, repaired)
