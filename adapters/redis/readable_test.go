@@ -76,26 +76,7 @@ func TestReadableNeverOverclaims(t *testing.T) {
 	alphabet := []byte("{}[]:,\" \\\t\n0123456789.-+eEaNnIfx\x00\x7f\xc3\xa9\xed\xa0\xff")
 	base := append([]string{}, common...)
 	base = append(base, `{"a":[1,2.5e-3,{"b":null}],"c":"d\u00e9\n"}`)
-	for i := 0; i < 4000; i++ {
-		b := []byte(base[rng.Intn(len(base))])
-		for n := 1 + rng.Intn(3); n > 0; n-- {
-			p := rng.Intn(len(b) + 1)
-			c := alphabet[rng.Intn(len(alphabet))]
-			switch rng.Intn(3) {
-			case 0:
-				b = append(b[:p:p], append([]byte{c}, b[p:]...)...)
-			case 1:
-				if p < len(b) {
-					b = append(b[:p:p], b[p+1:]...)
-				}
-			default:
-				if p < len(b) {
-					b[p] = c
-				}
-			}
-		}
-		recs = append(recs, string(b))
-	}
+	recs = append(recs, mutants(rng, base, alphabet, 4000)...)
 	sure := serverReadable(t, st, recs)
 	yes, overclaims := 0, 0
 	for i, r := range recs {
@@ -192,26 +173,7 @@ func TestReadableFastPathAgrees(t *testing.T) {
 	recs = append(recs, nanItems...)
 	rng := rand.New(rand.NewSource(2))
 	alphabet := []byte("{}[]:,\" \\\\\\/_bfnrtu0123456789.-+eEaNIx\t\n\x00\x7f\xc3\xa9\xff")
-	for i := 0; i < 6000; i++ {
-		b := []byte(base[rng.Intn(len(base))])
-		for n := 1 + rng.Intn(3); n > 0; n-- {
-			p := rng.Intn(len(b) + 1)
-			c := alphabet[rng.Intn(len(alphabet))]
-			switch rng.Intn(3) {
-			case 0:
-				b = append(b[:p:p], append([]byte{c}, b[p:]...)...)
-			case 1:
-				if p < len(b) {
-					b = append(b[:p:p], b[p+1:]...)
-				}
-			default:
-				if p < len(b) {
-					b[p] = c
-				}
-			}
-		}
-		recs = append(recs, string(b))
-	}
+	recs = append(recs, mutants(rng, base, alphabet, 6000)...)
 	yes, fastYes := 0, 0
 	for len(recs) > 0 {
 		chunk := recs[:min(len(recs), 500)]
@@ -246,4 +208,31 @@ func TestReadableFastPathAgrees(t *testing.T) {
 		}
 	}
 	t.Logf("%d records taken by both checks", yes)
+}
+
+// mutants returns n records, each one of base with one to three bytes
+// inserted, deleted or replaced by bytes of alphabet.
+func mutants(rng *rand.Rand, base []string, alphabet []byte, n int) []string {
+	out := make([]string, 0, n)
+	for range n {
+		b := []byte(base[rng.Intn(len(base))])
+		for k := 1 + rng.Intn(3); k > 0; k-- {
+			p := rng.Intn(len(b) + 1)
+			c := alphabet[rng.Intn(len(alphabet))]
+			switch rng.Intn(3) {
+			case 0:
+				b = append(b[:p:p], append([]byte{c}, b[p:]...)...)
+			case 1:
+				if p < len(b) {
+					b = append(b[:p:p], b[p+1:]...)
+				}
+			default:
+				if p < len(b) {
+					b[p] = c
+				}
+			}
+		}
+		out = append(out, string(b))
+	}
+	return out
 }
