@@ -27,6 +27,7 @@ func runCheck(ctx context.Context, e *env, args []string) error {
 	only := fs.String("run", "", "run only clauses matching this regular expression (the grade then counts the others as not run)")
 	nativeOnly := fs.Bool("native-only", false, "skip the contract's second pass with capabilities hidden")
 	timeout := fs.Duration("timeout", 2*time.Minute, "time limit for each clause (slow servers need more)")
+	minTTL := fs.Duration("min-ttl", time.Second, "the shortest TTL the TTL clauses set, and the margin they leave a write and a read (a store keeping whole seconds needs 1s)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -36,6 +37,9 @@ func runCheck(ctx context.Context, e *env, args []string) error {
 	}
 	if *timeout <= 0 {
 		return usagef("-timeout must be positive")
+	}
+	if *minTTL < time.Millisecond {
+		return usagef("-min-ttl must be at least 1ms")
 	}
 	opts := conformance.Options{Timeout: *timeout, NativeOnly: *nativeOnly, RunID: checkRunID()}
 	if *only != "" {
@@ -62,7 +66,7 @@ func runCheck(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintf(e.stdout, "no store URL given: checking the embedded SQLite default at %s\n\n", dsn)
 		}
 	}
-	h, err := openHarness(ctx, dsn)
+	h, err := openHarness(ctx, dsn, *minTTL)
 	if err != nil {
 		return err
 	}
@@ -111,6 +115,7 @@ type dsnHarness struct {
 	dsn, name  string
 	main, peer adapters.Store
 	corrupt    *driver.CorruptLog
+	minTTL     time.Duration
 
 	mu  sync.Mutex
 	ttl map[time.Duration]adapters.Store
@@ -118,7 +123,7 @@ type dsnHarness struct {
 
 // openHarness opens dsn twice (once for memory://, whose store lives in
 // this process).
-func openHarness(ctx context.Context, dsn string) (*dsnHarness, error) {
+func openHarness(ctx context.Context, dsn string, minTTL time.Duration) (*dsnHarness, error) {
 	corrupt := &driver.CorruptLog{}
 	opts := adapters.Options{OnCorrupt: corrupt.Handler()}
 	main, err := adapters.OpenWith(ctx, dsn, opts)
@@ -132,7 +137,7 @@ func openHarness(ctx context.Context, dsn string) (*dsnHarness, error) {
 			return nil, err
 		}
 	}
-	return &dsnHarness{dsn: dsn, name: redactDSN(dsn), main: main, peer: peer, corrupt: corrupt,
+	return &dsnHarness{dsn: dsn, name: redactDSN(dsn), main: main, peer: peer, corrupt: corrupt, minTTL: minTTL,
 		ttl: map[time.Duration]adapters.Store{}}, nil
 }
 
@@ -213,8 +218,8 @@ func (h *dsnHarness) OpenTTL(ctx context.Context, id string, ttl time.Duration) 
 // Advance waits: a real store keeps real time.
 func (h *dsnHarness) Advance(d time.Duration) { time.Sleep(d) }
 
-// MinTTL is a TTL every backend keeps exactly enough for the clauses.
-func (h *dsnHarness) MinTTL() time.Duration { return time.Second }
+// MinTTL is -min-ttl.
+func (h *dsnHarness) MinTTL() time.Duration { return h.minTTL }
 
 func (h *dsnHarness) Close() {
 	_ = h.main.Close()

@@ -65,6 +65,10 @@ const (
 	versionedWriters  = 3
 	versionedBatches  = 40
 	versionedAttempts = 30
+	// versionedTries bounds the writers on a store whose reads are slow
+	// beside them: the replacer's reads, tried this many times, found the
+	// history changed under them on all but a few.
+	versionedTries = 5 * versionedAttempts
 )
 
 // clauseVersionedBesideWriters is an operator's rewrite beside live
@@ -77,6 +81,7 @@ func clauseVersionedBesideWriters(c *suite.C) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var attempts atomic.Int64 // conditional replaces tried, for the writers' pace
+	var tries atomic.Int64    // reads tried, conditional replace or not
 	var batches atomic.Int64
 	errs := make(chan error, versionedWriters+1)
 	for w := 0; w < versionedWriters; w++ {
@@ -85,10 +90,10 @@ func clauseVersionedBesideWriters(c *suite.C) {
 		go func() {
 			defer wg.Done()
 			// At least versionedBatches each, and on until the replacer
-			// has tried versionedAttempts rewrites beside them (bounded),
-			// so that a fast store's writers cannot finish before it
-			// starts.
-			for b := 0; b < versionedBatches || attempts.Load() < versionedAttempts && b < 20*versionedBatches; b++ {
+			// has tried versionedAttempts rewrites beside them (bounded by
+			// its tries, and by 20 times the batches), so that a fast
+			// store's writers cannot finish before it starts.
+			for b := 0; b < versionedBatches || attempts.Load() < versionedAttempts && tries.Load() < versionedTries && b < 20*versionedBatches; b++ {
 				if err := p.AddItems(c.Context(), numbered(fmt.Sprintf("w%d.%d", w, b), 2)); err != nil {
 					errs <- fmt.Errorf("writer %d batch %d: %w", w, b, err)
 					return
@@ -108,6 +113,7 @@ func clauseVersionedBesideWriters(c *suite.C) {
 				return
 			default:
 			}
+			tries.Add(1)
 			v, err := session.Version(c.Context(), s)
 			if err != nil {
 				errs <- err
