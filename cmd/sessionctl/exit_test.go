@@ -63,6 +63,7 @@ func TestExitStatus(t *testing.T) {
 
 		{"check usage", []string{"check", dsn, dsn}, 2, "at most one store URL"},
 		{"check runtime", []string{"check", nope}, 1, "does not exist"},
+		{"check usage min-ttl", []string{"check", "-min-ttl", "0", "memory://"}, 2, "-min-ttl must be at least 1ms"},
 		{"check failed", []string{"check", "-run", "^core/order$", "-native-only", "-timeout", "1ns", "memory://"}, 1, ""},
 
 		{"demo usage", []string{"demo", "extra"}, 2, "takes no arguments"},
