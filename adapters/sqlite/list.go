@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 
@@ -60,7 +61,10 @@ func (st *Store) ListSessionsPage(ctx context.Context, cursor string, limit int)
 
 // SummarizeSessions summarizes the sessions ids (adapters.Summarizer) with
 // three statements for every 500 ids: their rows, decoded as Items decodes
-// them; their session rows' updated_at; their checkpoints. Unreadable rows
+// them; their session rows' updated_at; their checkpoints. The rows of
+// sorted ids that span few other sessions, as a page ListSessionsPage
+// listed does, are read as one range of the index (and a fourth statement
+// checks the span; see spanned). Unreadable rows
 // are counted, not reported to Options.OnCorrupt (a read of the session
 // reports each).
 func (st *Store) SummarizeSessions(ctx context.Context, ids []string, each func(id string, it session.Item)) ([]adapters.SessionSummary, error) {
@@ -95,12 +99,15 @@ func (st *Store) SummarizeSessions(ctx context.Context, ids []string, each func(
 type pageStmts struct {
 	mu                 sync.Mutex
 	rows, times, ckpts *sql.Stmt
+	// span counts the sessions between two ids; spanRows reads their
+	// rows (see summarize).
+	span, spanRows *sql.Stmt
 }
 
 func (p *pageStmts) all() []*sql.Stmt {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return []*sql.Stmt{p.rows, p.times, p.ckpts}
+	return []*sql.Stmt{p.rows, p.times, p.ckpts, p.span, p.spanRows}
 }
 
 // summaryQueries returns summarize's statements for n ids: of the rows,
@@ -112,10 +119,21 @@ func (st *Store) summaryQueries(n int) (rows, times, ckpts string) {
 		`SELECT session_id, name, version, document FROM ` + quote(st.q.ck.table) + ` WHERE session_id IN ` + in + ` ORDER BY session_id, name`
 }
 
-// query runs one of summarize's statements: prepared once for a full
-// page, as text otherwise.
-func (st *Store) pageQuery(ctx context.Context, stmt **sql.Stmt, text string, n int, args []any) (*sql.Rows, error) {
-	if n != maxPageIDs {
+// spanQueries returns summarize's statements on a span of ids: how many
+// sessions hold rows from ?1 to ?2 (counting at most ?3), and their rows.
+func (st *Store) spanQueries() (count, rows string) {
+	m := quote(st.q.messages)
+	// BINARY, the order ids are sorted in, whatever the column's
+	// collation (the schema's, Python's, is BINARY too).
+	where := ` FROM ` + m + ` WHERE session_id >= ?1 COLLATE BINARY AND session_id <= ?2 COLLATE BINARY`
+	return `SELECT count(*) FROM (SELECT DISTINCT session_id` + where + ` LIMIT ?3)`,
+		`SELECT session_id, message_data` + where + ` ORDER BY session_id, id`
+}
+
+// pageQuery runs one of summarize's statements: prepared once when
+// prepare, as text otherwise.
+func (st *Store) pageQuery(ctx context.Context, stmt **sql.Stmt, text string, prepare bool, args []any) (*sql.Rows, error) {
+	if !prepare {
 		return st.db.QueryContext(ctx, text, args...)
 	}
 	p := &st.pageStmts
@@ -140,8 +158,19 @@ func (st *Store) summarize(ctx context.Context, ids []string, out []adapters.Ses
 		args[i] = id
 	}
 	qRows, qTimes, qCkpts := st.summaryQueries(len(ids))
+	full := len(ids) == maxPageIDs
 	p := &st.pageStmts
-	rows, err := st.pageQuery(ctx, &p.rows, qRows, len(ids), args)
+	spanned, err := st.spanned(ctx, ids)
+	if err != nil {
+		return err
+	}
+	var rows *sql.Rows
+	if spanned {
+		_, qSpan := st.spanQueries()
+		rows, err = st.pageQuery(ctx, &p.spanRows, qSpan, true, []any{ids[0], ids[len(ids)-1]})
+	} else {
+		rows, err = st.pageQuery(ctx, &p.rows, qRows, full, args)
+	}
 	if err != nil {
 		return err
 	}
@@ -173,7 +202,7 @@ func (st *Store) summarize(ctx context.Context, ids []string, out []adapters.Ses
 		return err
 	}
 
-	rows, err = st.pageQuery(ctx, &p.times, qTimes, len(ids), args)
+	rows, err = st.pageQuery(ctx, &p.times, qTimes, full, args)
 	if err != nil {
 		return err
 	}
@@ -194,7 +223,7 @@ func (st *Store) summarize(ctx context.Context, ids []string, out []adapters.Ses
 	if ok, err := st.checkpointsReady(ctx); err != nil || !ok {
 		return err
 	}
-	rows, err = st.pageQuery(ctx, &p.ckpts, qCkpts, len(ids), args)
+	rows, err = st.pageQuery(ctx, &p.ckpts, qCkpts, full, args)
 	if err != nil {
 		return err
 	}
@@ -212,6 +241,36 @@ func (st *Store) summarize(ctx context.Context, ids []string, out []adapters.Ses
 		}
 	}
 	return closeRows(rows)
+}
+
+// spanned reports whether summarize reads the rows of ids (sorted, none
+// repeated) as one span of the (session_id, id) index, from the first id
+// to the last, rather than looking each id up: when the span holds fewer
+// than twice as many sessions as ids, as a page ListSessionsPage listed
+// does. A span is one range scan instead of a probe per id; the rows of
+// the sessions in it that are not among ids are skipped, so the statement
+// counting the span's sessions (a scan of the index alone, stopped after
+// 2*len(ids)) bounds what reading the span can cost more than the probes.
+func (st *Store) spanned(ctx context.Context, ids []string) (bool, error) {
+	if len(ids) < 2 || !sort.StringsAreSorted(ids) {
+		return false, nil
+	}
+	q, _ := st.spanQueries()
+	rows, err := st.pageQuery(ctx, &st.pageStmts.span, q, true, []any{ids[0], ids[len(ids)-1], 2 * len(ids)})
+	if err != nil {
+		return false, err
+	}
+	var n int
+	for rows.Next() {
+		if err := rows.Scan(&n); err != nil {
+			rows.Close()
+			return false, err
+		}
+	}
+	if err := closeRows(rows); err != nil {
+		return false, err
+	}
+	return n < 2*len(ids), nil
 }
 
 // ListSessionsPage lists a page of the sessions holding items, sorted

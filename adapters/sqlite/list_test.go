@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -129,5 +130,84 @@ func TestSummarizeSessionsAgreesWithReads(t *testing.T) {
 	require.NoError(t, err)
 	for i, s := range again {
 		require.Equal(t, byID[many[i]], s)
+	}
+}
+
+// Sorted ids that span few other sessions are read as one range of the
+// index, skipping the other sessions' rows; ids spread thin, or unsorted,
+// are looked up one by one. Both agree with reads.
+func TestSummarizeSessionsSpan(t *testing.T) {
+	ctx := context.Background()
+	corrupt := &driver.CorruptLog{}
+	st, err := adapters.OpenWith(ctx, "sqlite://"+filepath.Join(t.TempDir(), "s.db"), adapters.Options{OnCorrupt: corrupt.Handler()})
+	require.NoError(t, err)
+	defer st.Close()
+	var all []string
+	for i := 0; i < 30; i++ {
+		id := fmt.Sprintf("a%02d", i)
+		all = append(all, id)
+		s, err := st.Session(id)
+		require.NoError(t, err)
+		require.NoError(t, s.AddItems(ctx, []session.Item{session.MustItem(fmt.Sprintf(`{"n":%d}`, i))}))
+		if i%4 == 1 {
+			require.NoError(t, st.(driver.RawAppender).AppendRaw(ctx, id, []byte(`{"cut`)))
+		}
+		for j := 0; j < i%3; j++ {
+			require.NoError(t, s.AddItems(ctx, []session.Item{session.MustItem(fmt.Sprintf(`{"n":%d,"j":%d}`, i, j))}))
+		}
+	}
+	inner := st.(*urlStore).st
+	pick := func(keep func(i int) bool) []string {
+		var ids []string
+		for i, id := range all {
+			if keep(i) {
+				ids = append(ids, id)
+			}
+		}
+		return ids
+	}
+	for _, c := range []struct {
+		name    string
+		ids     []string
+		spanned bool
+	}{
+		{"every session", all, true},
+		{"all but two", pick(func(i int) bool { return i != 10 && i != 11 }), true},
+		{"a few between", pick(func(i int) bool { return i < 10 || i == 15 }), true},
+		{"every third", pick(func(i int) bool { return i%3 == 0 }), false},
+		{"unsorted", []string{"a03", "a01", "a02"}, false},
+		{"one", []string{"a05"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := inner.spanned(ctx, c.ids)
+			require.NoError(t, err)
+			require.Equal(t, c.spanned, got)
+			seen := map[string]int{}
+			sums, err := inner.SummarizeSessions(ctx, c.ids, func(id string, _ session.Item) { seen[id]++ })
+			require.NoError(t, err)
+			require.Len(t, sums, len(c.ids))
+			want := map[string]bool{}
+			for i, id := range c.ids {
+				want[id] = true
+				require.Equal(t, id, sums[i].ID)
+				corrupt.Reset(id)
+				s, err := st.Session(id)
+				require.NoError(t, err)
+				items, err := session.All(ctx, s)
+				require.NoError(t, err)
+				var size int64
+				for _, it := range items {
+					size += int64(len(it.Bytes()))
+				}
+				require.Equal(t, len(items), sums[i].Items, id)
+				require.Equal(t, size, sums[i].Bytes, id)
+				require.Equal(t, len(corrupt.Reports(id)), sums[i].Unreadable, id)
+				require.Equal(t, len(items), seen[id], id)
+				require.False(t, sums[i].Updated.IsZero(), id)
+			}
+			for id := range seen {
+				require.True(t, want[id], "each saw %s, which is not asked for", id)
+			}
+		})
 	}
 }

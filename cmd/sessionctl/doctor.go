@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 
 	"github.com/agentsessions/sessions/adapters"
 	"github.com/agentsessions/sessions/history"
@@ -76,31 +77,33 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, corrupt, list, err := openListed(ctx, e, pos, *sf.connectTimeout, ids)
+	if len(pos) != 1 {
+		return usagef("want one store URL")
+	}
+	dsn := pos[0]
+	e.setStatus("opening %s read-only; nothing changed", redactDSN(dsn))
+	st, corrupt, err := openStore(ctx, dsn, readOnly, *sf.connectTimeout)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	// Sessions named with --session that the store does not list.
-	var listed map[string]bool
-	if l, ok := st.(adapters.Lister); ok && len(ids) > 0 {
-		all, err := l.ListSessions(ctx)
-		if err != nil {
-			return fmt.Errorf("listing the sessions of %s: %w", redactDSN(pos[0]), err)
-		}
-		listed = map[string]bool{}
-		for _, id := range all {
-			listed[id] = true
-		}
+	list, total, listed, err := doctorSessions(ctx, st, dsn, ids)
+	if err != nil {
+		return err
 	}
-	rep := doctorReport{Store: redactDSN(pos[0]), Sessions: []doctorSession{}}
-	p := newProgress(e, "diagnosed", len(list))
-	for i, id := range list {
-		if err := ctx.Err(); err != nil {
+	rep := doctorReport{Store: redactDSN(dsn), Sessions: []doctorSession{}}
+	p := newProgress(e, "diagnosed", total)
+	i := -1
+	for id, err := range list {
+		i++
+		if err == nil {
+			err = ctx.Err()
+		}
+		if err != nil {
 			p.done()
 			return err
 		}
-		e.setStatus("%d of %d sessions diagnosed, %d with errors so far; nothing changed (doctor is read-only)", i, len(list), rep.SessionsWithErrors)
+		e.setStatus("%d of %d sessions diagnosed, %d with errors so far; nothing changed (doctor is read-only)", i, total, rep.SessionsWithErrors)
 		ds := doctorSession{SessionID: id, Problems: []problemJSON{}, CorruptRecords: []corruptJSON{}, Checkpoints: []checkpointFinding{}}
 		var items []session.Item
 		s, serr := keys.session(st, id)
@@ -212,6 +215,55 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 		return errFailed
 	}
 	return nil
+}
+
+// doctorSessions returns the sessions doctor diagnoses and how many: ids
+// when given, else every session st lists, read a page at a time (in the
+// order ListSessions gives; counted first by a pass over the pages, for
+// the progress line). listed, when ids are given and st can list its
+// sessions, holds those of ids st lists.
+func doctorSessions(ctx context.Context, st adapters.Store, dsn string, ids []string) (list iter.Seq2[string, error], total int, listed map[string]bool, err error) {
+	page, canList, err := orderedPager(ctx, st, dsn)
+	if len(ids) > 0 {
+		if canList {
+			if err != nil {
+				return nil, 0, nil, fmt.Errorf("listing the sessions of %s: %w", redactDSN(dsn), err)
+			}
+			listed = map[string]bool{}
+			named := map[string]bool{}
+			for _, id := range ids {
+				named[id] = true
+			}
+			for id, err := range eachListed(page) {
+				if err != nil {
+					return nil, 0, nil, fmt.Errorf("listing the sessions of %s: %w", redactDSN(dsn), err)
+				}
+				if named[id] {
+					listed[id] = true
+				}
+			}
+		}
+		return func(yield func(string, error) bool) {
+			for _, id := range ids {
+				if !yield(id, nil) {
+					return
+				}
+			}
+		}, len(ids), listed, nil
+	}
+	if !canList {
+		return nil, 0, nil, fmt.Errorf("%s cannot list its sessions: name them with --session", redactDSN(dsn))
+	}
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	for _, err := range eachListed(page) {
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		total++
+	}
+	return eachListed(page), total, nil, nil
 }
 
 // writeJSON prints v as one indented JSON document.

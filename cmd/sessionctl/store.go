@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
 	"net"
 	"net/url"
 	"strings"
@@ -260,26 +261,71 @@ func sessionIDs(ctx context.Context, st adapters.Store, ids []string, dsn string
 	return l.ListSessions(ctx)
 }
 
-// openListed opens the store that is the one positional argument,
-// read-only (saying so on the status line), and returns it with its
-// corrupt-record log and the sessions to work on: ids when given, else
-// every session the store lists. The caller closes the store.
-func openListed(ctx context.Context, e *env, pos []string, timeout time.Duration, ids []string) (adapters.Store, *driver.CorruptLog, []string, error) {
-	if len(pos) != 1 {
-		return nil, nil, nil, usagef("want one store URL")
+// pageFunc lists a page of a store's sessions, as
+// adapters.PageLister's ListSessionsPage does.
+type pageFunc func(cursor string, limit int) ([]string, string, error)
+
+// orderedPager returns the function that lists a page of st's sessions in
+// ListSessions's order, each session once: the store's own pages
+// (adapters.PageLister) on every store but Redis, and pages of one full
+// listing read now (adapters.PageOf) on Redis, whose SCAN pages come in no
+// order and may list a session twice, and on a store that can only list
+// them all (adapters.Lister). ok is false for a store that can do neither.
+func orderedPager(ctx context.Context, st adapters.Store, dsn string) (page pageFunc, ok bool, err error) {
+	if pl, isPL := st.(adapters.PageLister); isPL && !isRedisURL(dsn) {
+		return func(cursor string, limit int) ([]string, string, error) {
+			return pl.ListSessionsPage(ctx, cursor, limit)
+		}, true, nil
 	}
-	dsn := pos[0]
-	e.setStatus("opening %s read-only; nothing changed", redactDSN(dsn))
-	st, corrupt, err := openStore(ctx, dsn, readOnly, timeout)
+	if l, isL := st.(adapters.Lister); isL {
+		all, err := l.ListSessions(ctx)
+		return func(cursor string, limit int) ([]string, string, error) {
+			return adapters.PageOf(all, cursor, limit)
+		}, true, err
+	}
+	if pl, isPL := st.(adapters.PageLister); isPL {
+		return func(cursor string, limit int) ([]string, string, error) {
+			return pl.ListSessionsPage(ctx, cursor, limit)
+		}, true, nil
+	}
+	return nil, false, nil
+}
+
+// eachListed yields every session page lists, from the first page to the
+// last, listPageSize at a time, holding one page; a listing error ends it.
+func eachListed(page pageFunc) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		cursor := ""
+		for {
+			ids, next, err := page(cursor, listPageSize)
+			if err != nil {
+				yield("", err)
+				return
+			}
+			for _, id := range ids {
+				if !yield(id, nil) {
+					return
+				}
+			}
+			if next == "" {
+				return
+			}
+			cursor = next
+		}
+	}
+}
+
+// isRedisURL reports whether dsn names a Redis store.
+func isRedisURL(dsn string) bool {
+	u, err := url.Parse(dsn)
 	if err != nil {
-		return nil, nil, nil, err
+		return false
 	}
-	list, err := sessionIDs(ctx, st, ids, dsn)
-	if err != nil {
-		_ = st.Close()
-		return nil, nil, nil, err
+	switch strings.ToLower(u.Scheme) {
+	case "redis", "rediss", "unix", "redis+sentinel", "rediss+sentinel":
+		return true
 	}
-	return st, corrupt, list, nil
+	return false
 }
 
 // multiFlag collects a repeatable string flag.
@@ -296,16 +342,19 @@ var errNoSuchSession = errors.New("no such session")
 // and the caller says that an id it does not have reads as an empty
 // session. Call it when the session read as empty (no item, no unreadable
 // record): a session with items is listed.
+// It reads the listing a page at a time, up to id.
 func requireListed(ctx context.Context, st adapters.Store, id, dsn string) (ok bool, err error) {
-	l, canList := st.(adapters.Lister)
+	page, canList, err := orderedPager(ctx, st, dsn)
 	if !canList {
 		return false, nil
 	}
-	ids, err := l.ListSessions(ctx)
 	if err != nil {
 		return true, fmt.Errorf("listing the sessions of %s to check that %s exists: %w", redactDSN(dsn), quoteID(id), err)
 	}
-	for _, x := range ids {
+	for x, err := range eachListed(page) {
+		if err != nil {
+			return true, fmt.Errorf("listing the sessions of %s to check that %s exists: %w", redactDSN(dsn), quoteID(id), err)
+		}
 		if x == id {
 			return true, nil
 		}
