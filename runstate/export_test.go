@@ -10,6 +10,7 @@ var (
 	Unpersistable    = unpersistable
 	DedupeKey        = dedupeKey
 	Dedupe           = dedupe
+	AnchorType       = anchorType
 	SafeToSettle     = safeToSettle
 	CoversHeld       = coversHeld
 	CompareSchemas   = compareSchemas

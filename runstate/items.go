@@ -191,14 +191,21 @@ func dedupe(items []session.Item) []session.Item {
 		pos int
 	}
 	// The keys are joined into one string and sliced out of it: one
-	// allocation for all of them.
-	parts := make([]keyParts, len(items))
+	// allocation for all of them. A turn's batch is small: its parts and
+	// keys fit in arrays on the stack.
+	var partsBuf [32]keyParts
+	var keysBuf [32]string
+	parts, keys := partsBuf[:0], keysBuf[:0]
+	if len(items) > len(partsBuf) {
+		parts, keys = make([]keyParts, 0, len(items)), make([]string, 0, len(items))
+	}
 	size := 0
-	for i, it := range items {
-		if k, ok := dedupeKeyParts(it); ok {
-			parts[i] = k
+	for _, it := range items {
+		k, ok := dedupeKeyParts(it)
+		if ok {
 			size += k.len()
 		}
+		parts = append(parts, k)
 	}
 	var all strings.Builder
 	all.Grow(size)
@@ -211,25 +218,30 @@ func dedupe(items []session.Item) []session.Item {
 		}
 	}
 	joined := all.String()
-	keys := make([]string, len(items)) // "" for an unkeyed item (no key is empty)
-	byKey := make(map[string]kept, len(items))
 	at := 0
+	for _, k := range parts { // "" for an unkeyed item (no key is empty)
+		n := 0
+		if k.prefix != "" {
+			n = k.len()
+		}
+		keys = append(keys, joined[at:at+n])
+		at += n
+	}
+	if distinctKeys(keys) {
+		return slices.Clone(items) // nothing to drop or move
+	}
+	byKey := make(map[string]kept, len(items))
 	for i, it := range items {
-		if parts[i].prefix == "" {
+		k := keys[i]
+		if k == "" {
 			continue
 		}
-		k := joined[at : at+parts[i].len()]
-		at += len(k)
-		keys[i] = k
 		e, seen := byKey[k]
 		e.it = it
 		if !seen || !anchorType(it.Type()) {
 			e.pos = i
 		}
 		byKey[k] = e
-	}
-	if len(byKey) == 0 {
-		return slices.Clone(items)
 	}
 	out := make([]session.Item, 0, len(items))
 	for i, it := range items {
@@ -240,4 +252,17 @@ func dedupe(items []session.Item) []session.Item {
 		}
 	}
 	return out
+}
+
+// distinctKeys reports whether no two non-empty keys are equal.
+func distinctKeys(keys []string) bool {
+	var buf [32]string
+	sorted := append(buf[:0], keys...)
+	slices.Sort(sorted)
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i] != "" && sorted[i] == sorted[i-1] {
+			return false
+		}
+	}
+	return true
 }

@@ -1,6 +1,8 @@
 package runstate_test
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -141,4 +143,68 @@ func TestSaveCountsAndSlicing(t *testing.T) {
 		cp.StartTurn()
 		assert.Zero(t, cp.PersistedCount)
 	})
+}
+
+// TestDedupeAgainstReference: Dedupe agrees with a plain reading of its
+// rule (one item per key, the latest value, at the earliest position for
+// an anchor and the latest otherwise) on random batches of up to 70 items
+// drawn from a small pool, so that some batches repeat keys and some do
+// not, on both sides of the 32 items a batch's keys are kept on the stack
+// for.
+func TestDedupeAgainstReference(t *testing.T) {
+	pool := items(call("c1"), call("c2"), output("c1"), output("c2"), reasoning("rs_1"), reasoning(""),
+		assistant("a"), session.MustItem(`{"type":"function_call","call_id":"c1","name":"later"}`),
+		session.MustItem(`{"type":"function_call_output","call_id":"c2","output":"later"}`))
+	for i := range 60 {
+		pool = append(pool, call(fmt.Sprintf("u%d", i)), output(fmt.Sprintf("u%d", i)))
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	distinct, repeated := 0, 0
+	for range 2000 {
+		n := rng.IntN(71)
+		batch := make([]session.Item, n)
+		small := rng.IntN(2) == 0 // from the first items only: keys repeat
+		for i := range batch {
+			if small {
+				batch[i] = pool[rng.IntN(9)]
+			} else {
+				batch[i] = pool[9+rng.IntN(len(pool)-9)]
+			}
+		}
+		want := referenceDedupe(batch)
+		if len(want) == len(batch) {
+			distinct++
+		} else {
+			repeated++
+		}
+		require.Equal(t, strs(want), strs(runstate.Dedupe(batch)), "batch %v", strs(batch))
+	}
+	require.NotZero(t, distinct)
+	require.NotZero(t, repeated)
+}
+
+// referenceDedupe is Dedupe's rule read plainly, in quadratic time.
+func referenceDedupe(batch []session.Item) []session.Item {
+	var out []session.Item
+	for i, it := range batch {
+		k, ok := runstate.DedupeKey(it)
+		if !ok {
+			out = append(out, it)
+			continue
+		}
+		var same []int
+		for j, o := range batch {
+			if ko, ok := runstate.DedupeKey(o); ok && ko == k {
+				same = append(same, j)
+			}
+		}
+		pos := same[len(same)-1]
+		if runstate.AnchorType(it.Type()) {
+			pos = same[0]
+		}
+		if pos == i {
+			out = append(out, batch[same[len(same)-1]])
+		}
+	}
+	return out
 }

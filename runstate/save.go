@@ -218,6 +218,9 @@ func persistedCount(toSave []session.Item, lists [][]session.Item, ignoreIDs boo
 // countSame matches each item of lists to an occurrence of the same Item
 // in toSave, each occurrence once; ok is false when one has no match.
 func countSame(toSave []session.Item, lists [][]session.Item) (n int, ok bool) {
+	if inOrder(toSave, lists) {
+		return len(toSave), true // each item matches its own occurrence
+	}
 	left := make(map[session.Item]int, len(toSave))
 	for _, it := range toSave {
 		left[it]++
@@ -232,6 +235,21 @@ func countSame(toSave []session.Item, lists [][]session.Item) (n int, ok bool) {
 		}
 	}
 	return n, true
+}
+
+// inOrder reports whether the lists, one after the other, are toSave
+// item for item (the same Items, in the same order).
+func inOrder(toSave []session.Item, lists [][]session.Item) bool {
+	i := 0
+	for _, list := range lists {
+		for _, it := range list {
+			if i == len(toSave) || toSave[i] != it {
+				return false
+			}
+			i++
+		}
+	}
+	return i == len(toSave)
 }
 
 // sliceTurn drops the first n items already persisted this turn, re-adding

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentsessions/sessions/session"
@@ -43,14 +44,36 @@ type checkpointQueries struct {
 	insert     string // version 0: insert version 1 unless the row exists
 	update     string // version v: the row at version v moves to v+1
 	upsert     string // AnyVersion: insert version 1 or advance the row
-	del        string // delete one checkpoint
-	delAt      string // delete one checkpoint at a version
-	remove     string // delete every checkpoint of a session
+	// strictInsert and strictUpdate are insert and update failing when
+	// they write nothing (see strict), for a batch that must roll back.
+	strictInsert, strictUpdate string
+	del                        string // delete one checkpoint
+	delAt                      string // delete one checkpoint at a version
+	remove                     string // delete every checkpoint of a session
+}
+
+// strict wraps a checkpoint statement so that a version check that fails
+// fails the statement, and with it the implicit transaction of the batch
+// it is sent in: when the statement wrote no row, a second insert writes
+// a NULL version, a not-null violation on the version column (which no
+// other statement of the adapter can raise; see isStrictConflict).
+// PostgreSQL has no RAISE outside PL/pgSQL, and a failing cast of a
+// constant would fail at planning, whatever the check.
+func strict(t, stmt string) string {
+	return `WITH w AS (` + stmt + `), f AS (INSERT INTO ` + t + ` (session_id, name, version, document)
+	SELECT $1, $2, NULL, ''::bytea WHERE NOT EXISTS (SELECT FROM w)) SELECT version FROM w`
+}
+
+// isStrictConflict reports whether err is the failure of a strict
+// statement whose version check failed.
+func isStrictConflict(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23502" && pgErr.ColumnName == "version"
 }
 
 func newCheckpointQueries(t, reg string) checkpointQueries {
 	const one = ` WHERE session_id = $1 AND name = $2`
-	return checkpointQueries{
+	q := checkpointQueries{
 		table: t, reg: reg,
 		create: `CREATE TABLE IF NOT EXISTS ` + t + ` (
 	session_id VARCHAR NOT NULL,
@@ -74,6 +97,8 @@ func newCheckpointQueries(t, reg string) checkpointQueries {
 		delAt:  `DELETE FROM ` + t + one + ` AND version = $3::bigint`,
 		remove: `DELETE FROM ` + t + ` WHERE session_id = $1`,
 	}
+	q.strictInsert, q.strictUpdate = strict(t, q.insert), strict(t, q.update)
+	return q
 }
 
 // checkpointsReady reports whether the checkpoints table exists, looking
@@ -167,14 +192,16 @@ func (s *Session) SaveCheckpoint(ctx context.Context, name string, doc []byte, v
 
 // AppendWithCheckpoint appends items as one batch, exactly as AddItems
 // does, and saves doc under name, as SaveCheckpoint does, in one
-// transaction: BEGIN and the checkpoint statement first (one round trip),
-// so that a version that is not the stored one rolls back before anything
-// was written (the error wraps session.ErrCheckpointConflict); then
-// AddItems's session-row lock, upsert and insert (one round trip); then
-// COMMIT. An empty batch only saves the checkpoint, in one statement. An
-// error wrapping session.ErrOutcomeUnknown means the save (and the batch)
-// may have been committed: the deadline passed or the connection failed
-// once the commit was sent. Any other error means nothing was written.
+// transaction sent in one round trip, as AddItems's: the checkpoint
+// statement first, made to fail when its version check fails (see
+// strict), so that a version that is not the stored one rolls the whole
+// batch back (the error wraps session.ErrCheckpointConflict); then
+// AddItems's locks, session-row upsert and insert, in the batch's implicit
+// transaction. An empty batch only saves the checkpoint, in one statement.
+// An error wrapping session.ErrOutcomeUnknown means the save (and the
+// batch) may have been committed: the deadline passed or the connection
+// failed once the batch was sent. Any other error means nothing was
+// written.
 func (s *Session) AppendWithCheckpoint(ctx context.Context, items []session.Item, name string, doc []byte, version int64) (int64, error) {
 	if err := validCheckpoint(name, doc); err != nil {
 		return 0, err
@@ -192,7 +219,7 @@ func (s *Session) AppendWithCheckpoint(ctx context.Context, items []session.Item
 	if _, err := s.st.checkpointsReady(ctx, true); err != nil {
 		return 0, s.st.wrap(ctx, op, err)
 	}
-	sql, args := s.saveStatement(name, doc, version)
+	sql, args := s.saveStatement(name, doc, version, len(items) > 0)
 	if sql == "" {
 		return 0, s.st.wrap(ctx, op, s.conflict(ctx, s.st.pool, name, version))
 	}
@@ -201,80 +228,67 @@ func (s *Session) AppendWithCheckpoint(ctx context.Context, items []session.Item
 		return 0, s.st.wrap(ctx, op, err)
 	}
 	defer c.Release()
+	var next int64
 	if len(items) == 0 {
-		var next int64
-		err := c.QueryRow(ctx, sql, args...).Scan(&next)
+		err = c.QueryRow(ctx, sql, args...).Scan(&next)
 		if errors.Is(err, pgx.ErrNoRows) {
 			err = s.conflict(ctx, c, name, version)
 		} else {
 			err = sent(s.idError(err))
 		}
-		if err != nil {
-			return 0, s.st.wrap(ctx, op, err)
-		}
-		return next, nil
+	} else {
+		next, err = s.appendWithCheckpoint(ctx, c, items, name, version, sql, args)
 	}
-	next, err := s.appendWithCheckpoint(ctx, c, items, name, version, sql, args)
 	if err != nil {
-		rollback(ctx, c)
-		return 0, s.st.wrap(ctx, op, s.idError(err))
+		return 0, s.st.wrap(ctx, op, err)
 	}
 	return next, nil
 }
 
-// appendWithCheckpoint runs AppendWithCheckpoint's transaction on c; the
-// caller rolls back on an error.
+// appendWithCheckpoint sends AppendWithCheckpoint's batch on c: the strict
+// checkpoint statement, then what AddItems sends.
 func (s *Session) appendWithCheckpoint(ctx context.Context, c *pgxpool.Conn, items []session.Item, name string, version int64, sql string, args []any) (int64, error) {
 	var b pgx.Batch
-	b.Queue("BEGIN")
 	b.Queue(sql, args...)
-	br := c.SendBatch(ctx, &b)
-	var next int64
-	_, err := br.Exec()
-	if err == nil {
-		err = br.QueryRow().Scan(&next)
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if errors.Is(err, pgx.ErrNoRows) {
-		// The check failed: nothing was written. Name the stored version,
-		// as this transaction sees it, before rolling back.
-		return 0, s.conflict(ctx, c, name, version)
-	}
-	if err != nil {
-		return 0, err
-	}
-	b = pgx.Batch{}
 	b.Queue(s.st.q.lockKey, s.sid)
 	b.Queue(s.st.q.lockSession, s.sid)
 	b.Queue(s.st.q.upsertSession, s.sid)
 	b.Queue(s.st.q.insert, s.sid, texts(items))
-	br = c.SendBatch(ctx, &b)
-	for range b.Len() {
-		if _, err = br.Exec(); err != nil {
-			break
-		}
+	br := c.SendBatch(ctx, &b)
+	var next int64
+	err := br.QueryRow().Scan(&next)
+	for i := 1; i < b.Len() && err == nil; i++ {
+		_, err = br.Exec()
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return 0, err
+	if isStrictConflict(err) || errors.Is(err, pgx.ErrNoRows) {
+		// The check failed and the batch rolled back: nothing was written.
+		return 0, s.conflict(ctx, c, name, version)
 	}
-	return next, commit(ctx, c)
+	if err != nil {
+		return 0, sent(s.idError(err))
+	}
+	return next, nil
 }
 
 // saveStatement returns the checkpoint statement for version and its
 // arguments; "" for a version no checkpoint is ever at (below AnyVersion).
-func (s *Session) saveStatement(name string, doc []byte, version int64) (string, []any) {
+// A strict statement fails when the check fails, rather than return no
+// row.
+func (s *Session) saveStatement(name string, doc []byte, version int64, strict bool) (string, []any) {
 	q := &s.st.q.ck
 	args := []any{s.sid, storedID(name), doc}
 	switch {
 	case version == session.AnyVersion:
 		return q.upsert, args
+	case version == 0 && strict:
+		return q.strictInsert, args
 	case version == 0:
 		return q.insert, args
+	case version > 0 && strict:
+		return q.strictUpdate, append(args, version)
 	case version > 0:
 		return q.update, append(args, version)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -627,4 +628,34 @@ func TestCheckpointArgs(t *testing.T) {
 	require.NoError(t, st.Close())
 	_, _, err = s.LoadCheckpoint(ctx, "run")
 	require.ErrorIs(t, err, session.ErrClosed)
+}
+
+// TestCheckpointVersionDigits: a commit advances a stored version of any
+// length the head check accepts by exactly one (under 15 digits in the
+// script's Lua, longer ones by HINCRBY), and stores it as the decimal
+// string a load parses back.
+func TestCheckpointVersionDigits(t *testing.T) {
+	for _, tc := range layoutCases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			c := tc.client(t)
+			st := newStore(t, c, Options{KeyPrefix: uniquePrefix(t), Layout: tc.layout})
+			s, err := st.Session("digits")
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = st.RemoveSession(context.Background(), "digits") })
+			for _, stored := range []int64{9, 99999999999999, 999999999999999, 9007199254740993, 999999999999999998} {
+				require.NoError(t, c.HSet(ctx, s.CheckpointKey(), "v:run", stored, "d:run", "{}").Err())
+				v, err := s.AppendWithCheckpoint(ctx, conformance.Numbered("d", 1), "run", []byte(`{"n":1}`), stored)
+				require.NoError(t, err, "stored %d", stored)
+				require.Equal(t, stored+1, v, "stored %d", stored)
+				raw, err := c.HGet(ctx, s.CheckpointKey(), "v:run").Result()
+				require.NoError(t, err)
+				require.Equal(t, strconv.FormatInt(stored+1, 10), raw)
+				doc, lv, err := s.LoadCheckpoint(ctx, "run")
+				require.NoError(t, err)
+				require.Equal(t, stored+1, lv)
+				require.Equal(t, `{"n":1}`, string(doc))
+			}
+		})
+	}
 }

@@ -190,11 +190,12 @@ return {r[1], r[2]}
 // conflict returns {0, stored version} having written nothing.
 
 // commitHeadSrc checks the expected version of checkpoint ARGV[4] against
-// the stored one, and checks, before any write, every key the commit will
-// write: HGET fails on a checkpoint key of another type, LLEN on an items
-// key of another type, and a version field that HINCRBY could not advance
-// is refused, so that after the first write nothing can fail and a failed
-// commit (like a conflicting one) has written nothing.
+// the stored one, and checks, before any write, the keys the commit will
+// write: HGET fails on a checkpoint key of another type, and a version
+// field that could not be advanced is refused. The items key is checked
+// by the layout's script (see commitSrc and pythonCommitSrc), so that
+// after the first write nothing can fail and a failed commit (like a
+// conflicting one) has written nothing.
 const commitHeadSrc = `
 local n, first = #ARGV, 7
 local ck = KEYS[#KEYS]
@@ -205,30 +206,46 @@ if ARGV[6] ~= '-1' and ARGV[6] ~= have then return {0, have} end
 if cur and (not string.match(cur, '^%d+$') or #cur > 18) then
   return redis.error_reply('ERR the stored checkpoint version is not a version number')
 end
-if n >= first then redis.call('LLEN', KEYS[1]) end
 `
 
 // commitTailSrc advances the version, stores the document, refreshes the
-// expiry of every key of the session, and returns {1, new version}.
+// expiry of every key of the session, and returns {1, new version}. A
+// version of fewer than 15 digits is advanced in Lua (exact below 2^53)
+// and written with the document in one HSET, as a decimal string; a
+// longer one by HINCRBY, and read back as the string Redis wrote (HINCRBY's
+// reply would reach Lua as a number, inexact above 2^53).
 const commitTailSrc = `
-local v = redis.call('HINCRBY', ck, vf, 1)
-redis.call('HSET', ck, 'd:' .. ARGV[4], ARGV[5])
+local v
+if #have < 15 then
+  v = string.format('%d', tonumber(have) + 1)
+  redis.call('HSET', ck, vf, v, 'd:' .. ARGV[4], ARGV[5])
+else
+  redis.call('HINCRBY', ck, vf, 1)
+  redis.call('HSET', ck, 'd:' .. ARGV[4], ARGV[5])
+  v = redis.call('HGET', ck, vf)
+end
 ` + expireSrc + `
 return {1, v}
 `
 
 // commitSrc is AppendWithCheckpoint (and, with no items, SaveCheckpoint)
 // in the native layout: the append script's metadata and push, then the
-// checkpoint save, in one script.
+// checkpoint save, in one script. The items key needs no check of its
+// own: when it exists, the first RPUSH is the script's first write (and
+// fails on a key of another type before anything is written); when it
+// does not, the metadata HSET is, and the push cannot fail on its type.
 const commitSrc = commitHeadSrc + `
 if n >= first then
 ` + nativeStampSrc + pushSrc + `
 end
 ` + commitTailSrc
 
-// pythonCommitSrc is commitSrc in the Python layout.
+// pythonCommitSrc is commitSrc in the Python layout, whose metadata HSET
+// comes first on every append: LLEN fails on an items key of another type
+// before it.
 const pythonCommitSrc = commitHeadSrc + `
 if n >= first then
+redis.call('LLEN', KEYS[1])
 ` + pythonStampSrc + pushSrc + `
 end
 ` + commitTailSrc
