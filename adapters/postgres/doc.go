@@ -223,8 +223,9 @@
 //	              1  one statement (a conflicting save or delete reads the stored version
 //	                 for its error: 2)
 //	AppendWithCheckpoint
-//	              3  BEGIN + the checkpoint statement (a conflict rolls back here, nothing
-//	                 written); AddItems's lock + upsert + INSERT; COMMIT. An empty batch: 1
+//	              1  the checkpoint statement (a version conflict fails it, which rolls the
+//	                 implicit transaction back: nothing written) + AddItems's lock + upsert +
+//	                 INSERT, pipelined with one Sync. An empty batch: 1
 //
 // A batch lands whole and contiguous or not at all, also with any number
 // of processes writing one session: they queue on the session lock, and
@@ -244,13 +245,13 @@
 // A write's error wraps session.ErrOutcomeUnknown when the write may have
 // been committed: its commit had been sent when the deadline passed or
 // the connection failed, and no answer came back. For the one-round-trip
-// writes (AddItems, ReplaceItems, Clear, PopItem's common case and a lone
-// checkpoint save) the commit travels with the statements, in the
-// pipeline's Sync, so that is any such error once the batch was sent,
-// even while it waits on a lock: PostgreSQL goes on with what it received
-// (pgx sends a cancel request as it gives up, which usually, not always,
-// arrives before the commit). For the writes with an explicit transaction
-// (AppendWithCheckpoint, ReplaceItemsIf, PopItem's slow path) it is an
+// writes (AddItems, AppendWithCheckpoint, ReplaceItems, Clear, PopItem's
+// common case and a lone checkpoint save) the commit travels with the
+// statements, in the pipeline's Sync, so that is any such error once the
+// batch was sent, even while it waits on a lock: PostgreSQL goes on with
+// what it received (pgx sends a cancel request as it gives up, which
+// usually, not always, arrives before the commit). For the writes with an
+// explicit transaction (ReplaceItemsIf, PopItem's slow path) it is an
 // error of the COMMIT itself; an error before it means nothing was written
 // (a context that ends before the COMMIT is sent rolls back). An error
 // PostgreSQL reported (the statement or the commit failed) and every
