@@ -1,0 +1,326 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
+)
+
+// Following.
+//
+// A Redis list has no stable ids: a record is known by its index, and an
+// append only adds indexes, so a cursor holds the number of records up to
+// the last readable one it was given (r) and of the records it read past
+// (x, beyond r only when unreadable records followed). What can move
+// records below a cursor is a removal, and every removal this package
+// makes is recorded in the native metadata hash, in the script that
+// makes it:
+//
+//	follow_epoch  set, to a value never used before (the server's TIME and a random number),
+//	              whenever the list is created and by every replace; Clear deletes it with the
+//	              hash, and so do expiry and RemoveSession
+//	follow_pops   the number of pops since the epoch began
+//	follow_marks  "d,l d,l ...": for the pops still relevant, pop number d and the index l it
+//	              removed, each l above the one before (a pop removing index l drops every mark
+//	              at l or above); at most maxMarks, the two oldest merged beyond that (which
+//	              only ever reports a cursor lost early, never late)
+//
+// A cursor carries the epoch and the pop count it saw. It is intact while
+// the epoch is the same and every pop since removed an index at or above
+// r: the first mark after its pop count holds the lowest index removed
+// since. ItemsSince reads the three fields and the records from x on in
+// one MULTI/EXEC (one round trip, one snapshot, single-slot in a cluster),
+// so its cost follows what is new. Appends (AddItems's RPUSHX) write
+// nothing more than before: an append never invalidates a cursor. A
+// session written before these fields existed has none (epoch ""): its
+// cursors work the same, and its first pop, creation or replace by this
+// version starts the record. Writers of an earlier version of this
+// package on the same session would pop without recording: run one
+// version on a followed session.
+//
+// The Python layout is not followed this way: the Python SDK's pop_item
+// is a bare RPOP that records nothing, so a Python process that pops the
+// item a cursor ends on and appends another would leave that cursor
+// looking intact. Its ItemsSince is therefore session.ReadSince's
+// fallback (the whole history is read, and the cursor carries the number
+// of items read and a digest of them, so a rewrite is still reported);
+// it is there because the layouts share the Session type.
+
+var _ session.Follower = (*Session)(nil)
+
+// The metadata fields of following (native layout).
+const (
+	epochField = "follow_epoch"
+	popsField  = "follow_pops"
+	marksField = "follow_marks"
+	maxMarks   = "32" // as Lua source
+)
+
+// epochRenewSrc starts a new epoch in KEYS[2]: a value no earlier epoch
+// of the session had (the server's clock to the microsecond, and a random
+// number in case two creations share one), and no pops. The append script
+// runs it when it creates the list, the replace scripts always.
+const epochRenewSrc = `
+do
+  local t = redis.call('TIME')
+  redis.call('HSET', KEYS[2], '` + epochField + `', t[1] .. '.' .. t[2] .. '.' .. math.random(0, 2147483646))
+  redis.call('HDEL', KEYS[2], '` + popsField + `', '` + marksField + `')
+end
+`
+
+// epochNewSrc is what the native append script runs when it creates the
+// list: a new epoch, even when the metadata survived the list (a pop that
+// emptied it is recorded, but a list deleted otherwise, by eviction or by
+// hand, is not).
+const epochNewSrc = epochRenewSrc
+
+// recordPopFnSrc defines record_pop(i): count a pop that removed index i
+// of KEYS[1] in KEYS[2] (see "Following").
+const recordPopFnSrc = `
+local function record_pop(i)
+  local m = redis.call('HMGET', KEYS[2], '` + popsField + `', '` + marksField + `')
+  local d = (tonumber(m[1]) or 0) + 1
+  local out = {}
+  if m[2] then
+    for e, l in string.gmatch(m[2], '(%d+),(%d+)') do
+      if tonumber(l) < i then out[#out + 1] = e .. ',' .. l end
+    end
+  end
+  out[#out + 1] = d .. ',' .. i
+  if #out > ` + maxMarks + ` then
+    local l1 = string.match(out[1], ',(%d+)$')
+    out[2] = string.match(out[2], '^(%d+),') .. ',' .. l1
+    table.remove(out, 1)
+  end
+  redis.call('HSET', KEYS[2], '` + popsField + `', d, '` + marksField + `', table.concat(out, ' '))
+end
+`
+
+// nativePopSrc is popSrc recording the pop (the index removed is the
+// list's length after it); KEYS[2] must be the metadata hash.
+const nativePopSrc = recordPopFnSrc + popTakeSrc + `
+record_pop(redis.call('LLEN', KEYS[1]))
+` + popDoneSrc
+
+// nativePopIfSrc is popIfSrc recording the pop, of the index m from the
+// end.
+const nativePopIfSrc = recordPopFnSrc + popIfCheckSrc + `
+record_pop(redis.call('LLEN', KEYS[1]) - m)
+` + popIfDoneSrc
+
+var (
+	nativePopScript   = newScript(nativePopSrc)
+	nativePopIfScript = newScript(nativePopIfSrc)
+)
+
+// popScript returns PopItem's script and its keys: in the native layout
+// the script records the pop and needs the metadata hash; without a TTL
+// the Python layout's touches the list only.
+func (s *Session) popScript() (*script, []string) {
+	switch {
+	case s.st.opts.Layout == LayoutPython && s.st.ttlMS == 0:
+		return popScript, s.keys[:1]
+	case s.st.opts.Layout == LayoutPython:
+		return popScript, s.all
+	case s.st.ttlMS == 0:
+		return nativePopScript, s.keys[:2]
+	}
+	return nativePopScript, s.all
+}
+
+const cursorPrefix = "r1:"
+
+// position is what a native cursor holds.
+type position struct {
+	epoch string
+	pops  int64
+	r, x  int64 // records up to the last readable one given; records read past
+}
+
+// sessionTag names the session in its cursors, so that a cursor another
+// session returned is refused rather than read as this one's.
+func sessionTag(id string) string {
+	h := uint32(2166136261) // FNV-1a, 32 bits
+	for i := 0; i < len(id); i++ {
+		h = (h ^ uint32(id[i])) * 16777619
+	}
+	return fmt.Sprintf("%08x", h)
+}
+
+func (s *Session) formatCursor(p position) session.Cursor {
+	return session.Cursor(cursorPrefix + sessionTag(s.id) + ":" + p.epoch + ":" +
+		strconv.FormatInt(p.pops, 10) + ":" + strconv.FormatInt(p.r, 10) + ":" + strconv.FormatInt(p.x, 10))
+}
+
+func (s *Session) parseCursor(c session.Cursor) (position, error) {
+	if c == "" {
+		return position{}, nil
+	}
+	invalid := fmt.Errorf("redis: %w: %q is not a cursor of session %q", session.ErrInvalidCursor, string(c), s.id)
+	rest, ok := strings.CutPrefix(string(c), cursorPrefix+sessionTag(s.id)+":")
+	f := strings.Split(rest, ":")
+	if !ok || len(f) != 4 {
+		return position{}, invalid
+	}
+	var n [3]int64
+	for i, v := range f[1:] {
+		k, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || k < 0 || v != strconv.FormatInt(k, 10) {
+			return position{}, invalid
+		}
+		n[i] = k
+	}
+	p := position{epoch: f[0], pops: n[0], r: n[1], x: n[2]}
+	if p.x < p.r || p.x == 0 {
+		return position{}, invalid
+	}
+	return p, nil
+}
+
+// followState is the metadata ItemsSince checks a cursor against.
+type followState struct {
+	epoch string
+	pops  int64
+	marks string
+}
+
+// intact reports whether no record below index below changed since p:
+// the same epoch, and every pop since removed an index at or above below.
+func (st followState) intact(p position, below int64) bool {
+	if st.epoch != p.epoch || st.pops < p.pops { // st.pops < 0: damaged
+		return false
+	}
+	if st.pops == p.pops {
+		return true
+	}
+	for _, m := range strings.Fields(st.marks) {
+		ds, ls, ok := strings.Cut(m, ",")
+		d, err1 := strconv.ParseInt(ds, 10, 64)
+		l, err2 := strconv.ParseInt(ls, 10, 64)
+		if !ok || err1 != nil || err2 != nil {
+			return false // not what this package writes: assume the worst
+		}
+		if d > p.pops {
+			return l >= below
+		}
+	}
+	return false
+}
+
+// ItemsSince returns the items appended after cursor, oldest first, and
+// the cursor after them (cursor itself when nothing is new), in one round
+// trip (MULTI, HMGET of the metadata's follow fields, LRANGE from the
+// cursor on, EXEC; with RefreshOnRead and a TTL, PEXPIRE of every key
+// too) whose cost follows the records after the cursor, not the history.
+// It returns session.ErrCursorLost when the history changed at or before
+// the cursor (a pop of the last item read or below it, a clear, a
+// replace, the session's expiry), and an error wrapping
+// session.ErrInvalidCursor for a cursor no handle on this session
+// returned. Unreadable records are skipped and reported once.
+//
+// In the Python layout it reads the whole history, as session.ReadSince
+// does for a session without this method (see the package
+// documentation).
+func (s *Session) ItemsSince(ctx context.Context, cursor session.Cursor) ([]session.Item, session.Cursor, error) {
+	if s.st.opts.Layout == LayoutPython {
+		return session.ReadSince(ctx, core{s}, cursor)
+	}
+	p, err := s.parseCursor(cursor)
+	if err != nil {
+		return nil, cursor, err
+	}
+	if err := s.begin(ctx); err != nil {
+		return nil, cursor, err
+	}
+	st, raws, err := s.since(ctx, p.x)
+	if err != nil {
+		return nil, cursor, err
+	}
+	switch {
+	case p.r > 0 && !st.intact(p, p.r):
+		return nil, cursor, fmt.Errorf("redis: session %q: %w", s.id, session.ErrCursorLost)
+	case p.x > 0 && !st.intact(p, p.x):
+		// The cursor saw only unreadable records: nothing to lose, the
+		// history is read from its start.
+		p = position{}
+		if st, raws, err = s.since(ctx, 0); err != nil {
+			return nil, cursor, err
+		}
+		if len(raws) == 0 {
+			return nil, "", nil
+		}
+	}
+	if len(raws) == 0 {
+		return nil, cursor, nil
+	}
+	next := position{epoch: st.epoch, pops: st.pops, r: p.r, x: p.x + int64(len(raws))}
+	items := make([]session.Item, 0, len(raws))
+	var bad []driver.CorruptRecord
+	var dec driver.Decoder
+	dec.Expect(len(raws))
+	for i, raw := range raws {
+		it, derr := dec.DecodeString(raw)
+		if derr != nil {
+			bad = append(bad, driver.CorruptRecord{SessionID: s.id, Position: "index " + strconv.FormatInt(p.x+int64(i), 10), Raw: []byte(raw), Err: derr})
+			continue
+		}
+		items = append(items, it)
+		next.r = p.x + int64(i) + 1
+	}
+	slices.Reverse(bad) // report hands them over from the last
+	s.report(ctx, bad)
+	return items, s.formatCursor(next), nil
+}
+
+// since reads, in one MULTI/EXEC, the follow fields of the metadata and
+// the records from index from on.
+func (s *Session) since(ctx context.Context, from int64) (followState, []string, error) {
+	var meta *goredis.SliceCmd
+	var rng *goredis.StringSliceCmd
+	_, err := s.st.client.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		meta = p.HMGet(ctx, s.keys[1], epochField, popsField, marksField)
+		rng = p.LRange(ctx, s.keys[0], from, -1)
+		if s.st.opts.RefreshOnRead && s.st.ttlMS > 0 {
+			for _, k := range s.all {
+				p.PExpire(ctx, k, s.TTL())
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return followState{}, nil, fmt.Errorf("redis: read session %q since a cursor: %w", s.id, err)
+	}
+	var st followState
+	vals := meta.Val()
+	if len(vals) == 3 {
+		st.epoch, _ = vals[0].(string)
+		if v, ok := vals[1].(string); ok {
+			n, perr := strconv.ParseInt(v, 10, 64)
+			if perr != nil || n < 0 {
+				n = -1 // not what this package writes: every cursor is lost
+			}
+			st.pops = n
+		}
+		st.marks, _ = vals[2].(string)
+	}
+	return st, rng.Val(), nil
+}
+
+// core is a Session with its core methods only, for session.ReadSince's
+// fallback.
+type core struct{ s *Session }
+
+func (c core) SessionID() string                                 { return c.s.SessionID() }
+func (c core) Items(ctx context.Context) ([]session.Item, error) { return c.s.Items(ctx) }
+func (c core) AddItems(ctx context.Context, items []session.Item) error {
+	return c.s.AddItems(ctx, items)
+}
+func (c core) PopItem(ctx context.Context) (session.Item, bool, error) { return c.s.PopItem(ctx) }
+func (c core) Clear(ctx context.Context) error                         { return c.s.Clear(ctx) }
