@@ -13,45 +13,14 @@ import (
 	"github.com/agentsessions/sessions/session/driver"
 )
 
-// Following.
-//
-// A Redis list has no stable ids: a record is known by its index, and an
-// append only adds indexes, so a cursor holds the number of records up to
-// the last readable one it was given (r) and of the records it read past
-// (x, beyond r only when unreadable records followed). What can move
-// records below a cursor is a removal, and every removal this package
-// makes is recorded in the native metadata hash, in the script that
-// makes it:
-//
-//	follow_epoch  set, to a value never used before (the server's TIME and a random number),
-//	              whenever the list is created and by every replace; Clear deletes it with the
-//	              hash, and so do expiry and RemoveSession
-//	follow_pops   the number of pops since the epoch began
-//	follow_marks  "d,l d,l ...": for the pops still relevant, pop number d and the index l it
-//	              removed, each l above the one before (a pop removing index l drops every mark
-//	              at l or above); at most maxMarks, the two oldest merged beyond that (which
-//	              only ever reports a cursor lost early, never late)
-//
-// A cursor carries the epoch and the pop count it saw. It is intact while
-// the epoch is the same and every pop since removed an index at or above
-// r: the first mark after its pop count holds the lowest index removed
-// since. ItemsSince reads the three fields and the records from x on in
-// one MULTI/EXEC (one round trip, one snapshot, single-slot in a cluster),
-// so its cost follows what is new. Appends (AddItems's RPUSHX) write
-// nothing more than before: an append never invalidates a cursor. A
-// session written before these fields existed has none (epoch ""): its
-// cursors work the same, and its first pop, creation or replace by this
-// version starts the record. Writers of an earlier version of this
-// package on the same session would pop without recording: run one
-// version on a followed session.
-//
-// The Python layout is not followed this way: the Python SDK's pop_item
-// is a bare RPOP that records nothing, so a Python process that pops the
-// item a cursor ends on and appends another would leave that cursor
-// looking intact. Its ItemsSince is therefore session.ReadSince's
-// fallback (the whole history is read, and the cursor carries the number
-// of items read and a digest of them, so a rewrite is still reported);
-// it is there because the layouts share the Session type.
+// Following: see "Following" in the package documentation. A cursor is
+// "r1:<session tag>:<epoch>:<pops>:<r>:<x>": the metadata's epoch and pop
+// count it saw, r the number of records up to the last readable one it
+// was given (0: none), x the number it read past (beyond r only when
+// unreadable records followed). It is intact while the epoch is the same
+// and the first mark after its pop count (the lowest index removed since)
+// is at r or above; a cursor with r = 0 has nothing to lose, and reads
+// from the start when the records it read past moved.
 
 var _ session.Follower = (*Session)(nil)
 

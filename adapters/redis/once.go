@@ -65,8 +65,8 @@ var (
 // a batch with opID was already appended to the session, and reports
 // whether this call appended: one script, one round trip (single-slot in a
 // cluster), which checks the id, appends and records the id (see
-// "Operation ids" in follow.go's package notes and the package
-// documentation). An empty batch records opID alone. An empty opID is
+// "Operations that land once" in the package documentation). An empty
+// batch records opID alone. An empty opID is
 // session.ErrInvalidOperationID. The ids are kept until the session is
 // removed (RemoveSession) or expires: Clear, PopItem and replaces keep
 // them.
