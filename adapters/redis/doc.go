@@ -20,7 +20,7 @@
 //	<prefix>:{<escaped id>}:items         list of items, oldest first, each the item's JSON bytes as given
 //	<prefix>:{<escaped id>}:meta          hash: session_id, created_at (Unix milliseconds, client clock);
 //	                                      updated_at and updated_version once a copy set them;
-//	                                      follow_epoch, follow_pops, follow_marks (see "Following")
+//	                                      follow_epoch, follow_marks (see "Following")
 //	<prefix>:{<escaped id>}:checkpoints   hash: v:<name> (version), d:<name> (document); see "Checkpoints";
 //	                                      o:<operation id> (see "Operations that land once")
 //
@@ -66,7 +66,8 @@
 //	                 window double and get read again, whole (one more round trip each time)
 //	PopItem       1  EVALSHA of a script that pops the newest record and returns it if a cheap
 //	                 check on the server says the client reads it (native: and records the pop in
-//	                 the metadata, for cursors: HMGET, HSET); a record the check is not
+//	                 the metadata, for cursors: HMGET, and LLEN, HSET when someone follows the
+//	                 session); a record the check is not
 //	                 sure of (see "Corrupt records") goes back in place, expiry included, in the
 //	                 same script, and 1 more: a script that pops it only if it is still the
 //	                 newest, byte for byte; the read window doubles (one more round trip each
@@ -85,8 +86,10 @@
 //	DeleteCheckpoint 1 EVALSHA: version check, HDEL
 //	ListCheckpoints 1 HKEYS of the checkpoint hash
 //	ItemsSince    1  native: MULTI, HMGET of the follow fields, LRANGE from the cursor on, EXEC
-//	                 (with RefreshOnRead and a TTL, PEXPIRE of every key too); Python layout:
-//	                 LRANGE 0 -1, as ReadSince's fallback
+//	                 (with RefreshOnRead and a TTL, PEXPIRE of every key too); 1 more, the same
+//	                 with HSETNX of the epoch first, when the session has none yet (the first
+//	                 read that returns a cursor); Python layout: LRANGE 0 -1, as ReadSince's
+//	                 fallback
 //	AddItemsOnce  1  EVALSHA: the operation id checked, then the append script's work and the id
 //	                 recorded, PEXPIRE every key
 //
@@ -214,26 +217,27 @@
 // appended after a cursor, at a cost that follows what is new. A list has
 // no stable ids, so a native cursor holds positions (the records up to the
 // last readable one it was given, and those it read past), the epoch of
-// the metadata and its pop count; every removal this package makes is
-// recorded in the metadata by the script that makes it:
+// the metadata and its pop count, and every removal this package makes
+// while someone follows the session is recorded in the metadata by the
+// script that makes it:
 //
-//	follow_epoch  a value never used before (the server's TIME to the microsecond and a random
-//	              number), set when the list is created and by every replace; Clear deletes it
-//	              with the metadata, as expiry and RemoveSession do
-//	follow_pops   the number of pops since the epoch began
-//	follow_marks  for the pops still relevant, "d,l" pairs: pop number d removed index l (at
-//	              most 32 pairs; beyond that the two oldest are merged, which can only report a
-//	              cursor lost early)
+//	follow_epoch  64 random bits, set by the first ItemsSince that returns a cursor (HSETNX, in
+//	              the MULTI of its second round trip); deleted when the list is created and by
+//	              every replace, and with the metadata by Clear, expiry and RemoveSession
+//	follow_marks  for the pops still relevant, "d,l" pairs: pop number d (since the epoch
+//	              began) removed index l; the last d is the pop count. At most 200 bytes of
+//	              them: beyond that the two oldest are merged, which can only report a cursor
+//	              lost early
 //
 // A cursor is intact while the epoch is its own and no pop since removed
 // an index below its last readable item; otherwise ItemsSince returns
 // session.ErrCursorLost. Appends record nothing (AddItems is still one
-// RPUSHX): an append never moves a record below a cursor. A pop records
-// its index in its own script (an HMGET and an HSET more on the server,
-// nothing more on the wire). Sessions written before these fields existed
-// are followed as they are: their epoch is "", and their first pop,
-// replace or list creation by this version starts the record. Writers of
-// an earlier version of this package on a followed session pop without
+// RPUSHX): an append never moves a record below a cursor. A pop reads the
+// two fields in its own script (one HMGET more on the server, nothing
+// more on the wire) and, when there is an epoch, records its index (LLEN,
+// HSET). Sessions written before these fields existed are followed as
+// they are: the first ItemsSince starts their epoch. Writers of an
+// earlier version of this package on a followed session pop without
 // recording: upgrade them first.
 //
 // The Python layout is not followed this way: the Python SDK's pop_item is

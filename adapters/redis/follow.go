@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,61 +28,82 @@ var _ session.Follower = (*Session)(nil)
 // The metadata fields of following (native layout).
 const (
 	epochField = "follow_epoch"
-	popsField  = "follow_pops"
 	marksField = "follow_marks"
-	maxMarks   = "32" // as Lua source
 )
 
-// epochRenewSrc starts a new epoch in KEYS[2]: a value no earlier epoch
-// of the session had (the server's clock to the microsecond, and a random
-// number in case two creations share one), and no pops. The append script
-// runs it when it creates the list, the replace scripts always.
-const epochRenewSrc = `
-do
-  local t = redis.call('TIME')
-  redis.call('HSET', KEYS[2], '` + epochField + `', t[1] .. '.' .. t[2] .. '.' .. math.random(0, 2147483646))
-  redis.call('HDEL', KEYS[2], '` + popsField + `', '` + marksField + `')
-end
+// epochEndSrc ends the epoch in KEYS[2]: every cursor is lost, and pops
+// record nothing until ItemsSince starts another. The append script runs
+// it when it creates the list (even when the metadata survived the list:
+// a pop that emptied it is recorded, but a list deleted otherwise, by
+// eviction or by hand, is not), the replace scripts always.
+const epochEndSrc = `
+redis.call('HDEL', KEYS[2], '` + epochField + `', '` + marksField + `')
 `
 
-// epochNewSrc is what the native append script runs when it creates the
-// list: a new epoch, even when the metadata survived the list (a pop that
-// emptied it is recorded, but a list deleted otherwise, by eviction or by
-// hand, is not).
-const epochNewSrc = epochRenewSrc
-
-// recordPopFnSrc defines record_pop(i): count a pop that removed index i
-// of KEYS[1] in KEYS[2] (see "Following").
+// recordPopFnSrc defines record_pop(off): record in KEYS[2], if it holds
+// an epoch (someone follows the session), a pop that removed index
+// LLEN(KEYS[1]) - off of KEYS[1]. Without an epoch it costs one HMGET.
+// The marks are "d,l" pairs, oldest first, each l above the one before,
+// the last d the pop count: the pop drops the marks at its index or above
+// (from the end: in the common pop after pop, the one mark there is) and
+// appends its own. While their text is longer than maxMarksBytes the two
+// oldest are merged into the second's pop number and the first's index,
+// which can only report a cursor lost early. The script reads the marks
+// from their end only (a pattern searched from the start of the text
+// would cost per byte of it on every pop), from 48 bytes before it: more
+// than a mark of two 20-digit numbers and its space. A last mark this
+// package did not write ends the epoch: every cursor is then lost, none is
+// kept wrongly, and the script, which has popped already, cannot fail.
+// (Damage further back is found by ItemsSince, which then reports the
+// cursor lost.)
 const recordPopFnSrc = `
-local function record_pop(i)
-  local m = redis.call('HMGET', KEYS[2], '` + popsField + `', '` + marksField + `')
-  local d = (tonumber(m[1]) or 0) + 1
-  local out = {}
-  if m[2] then
-    for e, l in string.gmatch(m[2], '(%d+),(%d+)') do
-      if tonumber(l) < i then out[#out + 1] = e .. ',' .. l end
+local function record_pop(off)
+  local f = redis.call('HMGET', KEYS[2], '` + epochField + `', '` + marksField + `')
+  if not f[1] then return end
+  local i = redis.call('LLEN', KEYS[1]) - off
+  local m = f[2] or ''
+  local d = 0
+  if m ~= '' then d = tonumber(string.match(m, '(%d+),%d+$', -48)) end
+  while d and m ~= '' do
+    local l = tonumber(string.match(m, ',(%d+)$', -48))
+    if not l then
+      d = nil
+    elseif l < i then
+      break
+    else
+      local sp = string.find(m, ' [^ ]*$', -48)
+      m = sp and string.sub(m, 1, sp - 1) or ''
     end
   end
-  out[#out + 1] = d .. ',' .. i
-  if #out > ` + maxMarks + ` then
-    local l1 = string.match(out[1], ',(%d+)$')
-    out[2] = string.match(out[2], '^(%d+),') .. ',' .. l1
-    table.remove(out, 1)
+  if not d then
+` + epochEndSrc + `
+    return
   end
-  redis.call('HSET', KEYS[2], '` + popsField + `', d, '` + marksField + `', table.concat(out, ' '))
+  if m ~= '' then m = m .. ' ' end
+  m = m .. (d + 1) .. ',' .. i
+  while #m > ` + maxMarksBytes + ` do
+    local l1, d2, rest = string.match(m, '^%d+,(%d+) (%d+),%d+(.*)$')
+    if not rest then break end
+    m = d2 .. ',' .. l1 .. rest
+  end
+  redis.call('HSET', KEYS[2], '` + marksField + `', m)
 end
 `
+
+// maxMarksBytes bounds the marks' text (some 20 marks of short numbers),
+// as Lua source.
+const maxMarksBytes = "200"
 
 // nativePopSrc is popSrc recording the pop (the index removed is the
 // list's length after it); KEYS[2] must be the metadata hash.
 const nativePopSrc = recordPopFnSrc + popTakeSrc + `
-record_pop(redis.call('LLEN', KEYS[1]))
+record_pop(0)
 ` + popDoneSrc
 
 // nativePopIfSrc is popIfSrc recording the pop, of the index m from the
 // end.
 const nativePopIfSrc = recordPopFnSrc + popIfCheckSrc + `
-record_pop(redis.call('LLEN', KEYS[1]) - m)
+record_pop(m)
 ` + popIfDoneSrc
 
 var (
@@ -147,11 +169,14 @@ func (s *Session) parseCursor(c session.Cursor) (position, error) {
 		n[i] = k
 	}
 	p := position{epoch: f[0], pops: n[0], r: n[1], x: n[2]}
-	if p.x < p.r || p.x == 0 {
+	if p.x < p.r || p.x == 0 || p.epoch == "" {
 		return position{}, invalid
 	}
 	return p, nil
 }
+
+// newEpoch returns an epoch no other is (64 random bits).
+func newEpoch() string { return fmt.Sprintf("%016x", rand.Uint64()) }
 
 // followState is the metadata ItemsSince checks a cursor against.
 type followState struct {
@@ -187,8 +212,9 @@ func (st followState) intact(p position, below int64) bool {
 // the cursor after them (cursor itself when nothing is new), in one round
 // trip (MULTI, HMGET of the metadata's follow fields, LRANGE from the
 // cursor on, EXEC; with RefreshOnRead and a TTL, PEXPIRE of every key
-// too) whose cost follows the records after the cursor, not the history.
-// It returns session.ErrCursorLost when the history changed at or before
+// too) whose cost follows the records after the cursor, not the history;
+// the first read of a session nobody followed yet takes one more, which
+// starts its epoch. It returns session.ErrCursorLost when the history changed at or before
 // the cursor (a pop of the last item read or below it, a clear, a
 // replace, the session's expiry), and an error wrapping
 // session.ErrInvalidCursor for a cursor no handle on this session
@@ -208,7 +234,7 @@ func (s *Session) ItemsSince(ctx context.Context, cursor session.Cursor) ([]sess
 	if err := s.begin(ctx); err != nil {
 		return nil, cursor, err
 	}
-	st, raws, err := s.since(ctx, p.x)
+	st, raws, err := s.since(ctx, p.x, "")
 	if err != nil {
 		return nil, cursor, err
 	}
@@ -219,7 +245,7 @@ func (s *Session) ItemsSince(ctx context.Context, cursor session.Cursor) ([]sess
 		// The cursor saw only unreadable records: nothing to lose, the
 		// history is read from its start.
 		p = position{}
-		if st, raws, err = s.since(ctx, 0); err != nil {
+		if st, raws, err = s.since(ctx, 0, ""); err != nil {
 			return nil, cursor, err
 		}
 		if len(raws) == 0 {
@@ -228,6 +254,17 @@ func (s *Session) ItemsSince(ctx context.Context, cursor session.Cursor) ([]sess
 	}
 	if len(raws) == 0 {
 		return nil, cursor, nil
+	}
+	if st.epoch == "" {
+		// Nobody follows the session yet (p is the zero cursor: any
+		// other's epoch would differ): start an epoch, so that pops are
+		// recorded from now on, and read again in the same step.
+		if st, raws, err = s.since(ctx, p.x, newEpoch()); err != nil {
+			return nil, cursor, err
+		}
+		if len(raws) == 0 {
+			return nil, cursor, nil
+		}
 	}
 	next := position{epoch: st.epoch, pops: st.pops, r: p.r, x: p.x + int64(len(raws))}
 	items := make([]session.Item, 0, len(raws))
@@ -249,12 +286,16 @@ func (s *Session) ItemsSince(ctx context.Context, cursor session.Cursor) ([]sess
 }
 
 // since reads, in one MULTI/EXEC, the follow fields of the metadata and
-// the records from index from on.
-func (s *Session) since(ctx context.Context, from int64) (followState, []string, error) {
+// the records from index from on, having first started the epoch start
+// unless the metadata holds one (HSETNX), when start is not empty.
+func (s *Session) since(ctx context.Context, from int64, start string) (followState, []string, error) {
 	var meta *goredis.SliceCmd
 	var rng *goredis.StringSliceCmd
 	_, err := s.st.client.TxPipelined(ctx, func(p goredis.Pipeliner) error {
-		meta = p.HMGet(ctx, s.keys[1], epochField, popsField, marksField)
+		if start != "" {
+			p.HSetNX(ctx, s.keys[1], epochField, start)
+		}
+		meta = p.HMGet(ctx, s.keys[1], epochField, marksField)
 		rng = p.LRange(ctx, s.keys[0], from, -1)
 		if s.st.opts.RefreshOnRead && s.st.ttlMS > 0 {
 			for _, k := range s.all {
@@ -268,16 +309,17 @@ func (s *Session) since(ctx context.Context, from int64) (followState, []string,
 	}
 	var st followState
 	vals := meta.Val()
-	if len(vals) == 3 {
+	if len(vals) == 2 {
 		st.epoch, _ = vals[0].(string)
-		if v, ok := vals[1].(string); ok {
-			n, perr := strconv.ParseInt(v, 10, 64)
-			if perr != nil || n < 0 {
-				n = -1 // not what this package writes: every cursor is lost
-			}
-			st.pops = n
+		st.marks, _ = vals[1].(string)
+	}
+	if i := strings.LastIndexByte(st.marks, ' '); st.marks != "" {
+		ds, _, _ := strings.Cut(st.marks[i+1:], ",")
+		n, perr := strconv.ParseInt(ds, 10, 64)
+		if perr != nil || n < 0 {
+			n = -1 // not what this package writes: every cursor is lost
 		}
-		st.marks, _ = vals[2].(string)
+		st.pops = n
 	}
 	return st, rng.Val(), nil
 }

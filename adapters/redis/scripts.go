@@ -46,7 +46,7 @@ const (
 if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('HSET', KEYS[2], 'session_id', ARGV[2])
   redis.call('HSETNX', KEYS[2], 'created_at', ARGV[3])
-` + epochNewSrc + `
+` + epochEndSrc + `
 end
 `
 	// pythonStampSrc writes what the Python SDK's add_items writes:
@@ -104,7 +104,7 @@ const pythonAppendSrc = writeArgsSrc + pythonStampSrc + pushExpireSrc
 const replaceSrc = replaceHeadSrc + writeArgsSrc + `
 redis.call('HSET', KEYS[2], 'session_id', ARGV[2])
 redis.call('HSETNX', KEYS[2], 'created_at', ARGV[3])
-` + epochRenewSrc + `
+` + epochEndSrc + `
 redis.call('DEL', KEYS[1])
 ` + pushExpireSrc
 
@@ -150,7 +150,7 @@ local n, first = #ARGV, 5
 const replaceIfSrc = replaceIfHeadSrc + `
 redis.call('HSET', KEYS[2], 'session_id', ARGV[2])
 redis.call('HSETNX', KEYS[2], 'created_at', ARGV[3])
-` + epochRenewSrc + `
+` + epochEndSrc + `
 redis.call('DEL', KEYS[1])
 ` + pushExpireSrc
 
