@@ -19,8 +19,10 @@
 //
 //	<prefix>:{<escaped id>}:items         list of items, oldest first, each the item's JSON bytes as given
 //	<prefix>:{<escaped id>}:meta          hash: session_id, created_at (Unix milliseconds, client clock);
-//	                                      updated_at and updated_version once a copy set them
-//	<prefix>:{<escaped id>}:checkpoints   hash: v:<name> (version), d:<name> (document); see "Checkpoints"
+//	                                      updated_at and updated_version once a copy set them;
+//	                                      follow_epoch, follow_marks (see "Following")
+//	<prefix>:{<escaped id>}:checkpoints   hash: v:<name> (version), d:<name> (document); see "Checkpoints";
+//	                                      o:<operation id> (see "Operations that land once")
 //
 // The prefix defaults to "agents:native" (DefaultKeyPrefix; see "Two
 // layouts in one database" for why not the Python SDK's). The metadata is
@@ -63,7 +65,9 @@
 //	LatestItems   1  LRANGE -n -1; only when corrupt records are among the newest n does the
 //	                 window double and get read again, whole (one more round trip each time)
 //	PopItem       1  EVALSHA of a script that pops the newest record and returns it if a cheap
-//	                 check on the server says the client reads it; a record the check is not
+//	                 check on the server says the client reads it (native: and records the pop in
+//	                 the metadata, for cursors: HMGET, and LLEN, HSET when someone follows the
+//	                 session); a record the check is not
 //	                 sure of (see "Corrupt records") goes back in place, expiry included, in the
 //	                 same script, and 1 more: a script that pops it only if it is still the
 //	                 newest, byte for byte; the read window doubles (one more round trip each
@@ -81,6 +85,13 @@
 //	LoadCheckpoint 1 HMGET of the version and the document (a script with RefreshOnRead and a TTL)
 //	DeleteCheckpoint 1 EVALSHA: version check, HDEL
 //	ListCheckpoints 1 HKEYS of the checkpoint hash
+//	ItemsSince    1  native: MULTI, HMGET of the follow fields, LRANGE from the cursor on, EXEC
+//	                 (with RefreshOnRead and a TTL, PEXPIRE of every key too); 1 more, the same
+//	                 with HSETNX of the epoch first, when the session has none yet (the first
+//	                 read that returns a cursor); Python layout: LRANGE 0 -1, as ReadSince's
+//	                 fallback
+//	AddItemsOnce  1  EVALSHA: the operation id checked, then the append script's work and the id
+//	                 recorded, PEXPIRE every key
 //
 // The scripts do only what needs the server's atomicity: timestamps,
 // validation and sizes are the client's work, with one exception: PopItem's
@@ -200,6 +211,59 @@
 // is its metadata).
 //
 
+// # Following
+//
+// A Session implements session.Follower: ItemsSince reads what was
+// appended after a cursor, at a cost that follows what is new. A list has
+// no stable ids, so a native cursor holds positions (the records up to the
+// last readable one it was given, and those it read past), the epoch of
+// the metadata and its pop count, and every removal this package makes
+// while someone follows the session is recorded in the metadata by the
+// script that makes it:
+//
+//	follow_epoch  64 random bits, set by the first ItemsSince that returns a cursor (HSETNX, in
+//	              the MULTI of its second round trip); deleted when the list is created and by
+//	              every replace, and with the metadata by Clear, expiry and RemoveSession
+//	follow_marks  for the pops still relevant, "d,l" pairs: pop number d (since the epoch
+//	              began) removed index l; the last d is the pop count. At most 200 bytes of
+//	              them: beyond that the two oldest are merged, which can only report a cursor
+//	              lost early
+//
+// A cursor is intact while the epoch is its own and no pop since removed
+// an index below its last readable item; otherwise ItemsSince returns
+// session.ErrCursorLost. Appends record nothing (AddItems is still one
+// RPUSHX): an append never moves a record below a cursor. A pop reads the
+// two fields in its own script (one HMGET more on the server, nothing
+// more on the wire) and, when there is an epoch, records its index (LLEN,
+// HSET). Sessions written before these fields existed are followed as
+// they are: the first ItemsSince starts their epoch. Writers of an
+// earlier version of this package on a followed session pop without
+// recording: upgrade them first.
+//
+// The Python layout is not followed this way: the Python SDK's pop_item is
+// a bare RPOP that records nothing, so a Python process that pops the item
+// a cursor ends on and appends another would leave that cursor looking
+// intact, and a cursor must report such a change. Nothing this package
+// could add to Python's keys changes that. Since the layouts share the
+// Session type, its ItemsSince exists there too, and is
+// session.ReadSince's fallback: it reads the whole history, and its
+// cursors carry the number of items read and a digest of them.
+//
+// # Operations that land once
+//
+// A Session implements session.OnceAppender, in both layouts.
+// AddItemsOnce records its operation id as the field o:<operation id> of
+// the checkpoint hash (the value: the client's clock in the layout's
+// unit), in the script that appends the batch: the id is recorded if and
+// only if the batch landed, and a used id writes nothing. The checkpoint
+// hash already has the lifetime operation ids need: it is in the session's
+// slot, Clear and replaces keep it, every write refreshes its expiry with
+// the other keys', RemoveSession deletes it and MovePrefix moves it; the
+// Python SDK never touches it, and ListCheckpoints lists the v: fields
+// only. A write error once the script was sent (a lost connection, a
+// *ReplicaError) leaves the outcome unknown; calling again with the same
+// id is safe and says which.
+//
 // # Python layout (LayoutPython)
 //
 // LayoutPython reads and writes what the Python Agents SDK's RedisSession

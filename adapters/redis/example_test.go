@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -102,4 +103,67 @@ func ExampleMovePrefix() {
 		// or a Python-layout id already wrote over one of their keys.
 		fmt.Println(err)
 	}
+}
+
+// ExampleSession_ItemsSince follows a session with session.ReadSince,
+// reading only what was appended since its cursor, and appends a batch at
+// most once with session.AppendOnce. It needs a server: set REDIS_URL.
+// TestExampleFollow runs it against a test server and checks its output.
+func ExampleSession_ItemsSince() {
+	ctx := context.Background()
+	url := os.Getenv("REDIS_URL")
+	if url == "" {
+		url = "redis://localhost:6379/0"
+	}
+	st, err := redis.Open(ctx, url, redis.Options{KeyPrefix: "example:follow"})
+	if err != nil {
+		fmt.Println("open:", err)
+		return
+	}
+	defer st.Close()
+	s, err := st.Session("user-123")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = st.RemoveSession(ctx, "user-123") // start the example afresh: operation ids too
+
+	seen, cursor, err := session.ReadSince(ctx, s, "") // the whole history, and where it ends
+	fmt.Println("at first:", len(seen), err)
+	turn := []session.Item{session.MustItem(`{"role":"user","content":"Hi"}`)}
+	for range 2 { // a retry with the same operation id lands nothing more
+		ok, err := session.AppendOnce(ctx, s, "turn-1", turn)
+		fmt.Println("appended:", ok, err)
+	}
+	news, cursor, err := session.ReadSince(ctx, s, cursor) // only what is new
+	fmt.Println("new:", news, err)
+	if _, _, err := session.Pop(ctx, s); err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, _, err = session.ReadSince(ctx, s, cursor)
+	fmt.Println("after a pop of the item read:", errors.Is(err, session.ErrCursorLost))
+	_ = st.RemoveSession(ctx, "user-123")
+}
+
+// TestExampleFollow runs ExampleSession_ItemsSince against a test server.
+func TestExampleFollow(t *testing.T) {
+	t.Setenv("REDIS_URL", testservers.Redis(t))
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	stdout := os.Stdout
+	os.Stdout = w
+	func() {
+		defer func() { os.Stdout = stdout }()
+		ExampleSession_ItemsSince()
+	}()
+	require.NoError(t, w.Close())
+	out, err := io.ReadAll(r)
+	require.NoError(t, err)
+	require.Equal(t, `at first: 0 <nil>
+appended: true <nil>
+appended: false <nil>
+new: [{"role":"user","content":"Hi"}] <nil>
+after a pop of the item read: true
+`, string(out))
 }

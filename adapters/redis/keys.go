@@ -30,8 +30,9 @@ const (
 // Both fields of a name are written and deleted together by one script,
 // so a name has both or neither. The prefixes keep the two fields of one
 // name apart whatever bytes the name holds, and ListCheckpoints reads the
-// names back from the v: fields (HKEYS, no document read). The Python SDK
-// never reads or writes this key.
+// names back from the v: fields (HKEYS, no document read). The hash also
+// holds AddItemsOnce's operation ids, o:<operation id> (once.go). The
+// Python SDK never reads or writes this key.
 const (
 	checkpointsSuffix       = ":checkpoints"
 	pythonCheckpointsSuffix = checkpointsSuffix + pythonMessagesSuffix + pythonCounterSuffix

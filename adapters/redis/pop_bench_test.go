@@ -100,7 +100,7 @@ if not v then return false end
 if not readable(v) then return {v} end
 return v
 `)
-			for _, sc := range []*script{rpopOnly, lindexPop, pttlPop, rpopCheck} {
+			for _, sc := range []*script{rpopOnly, lindexPop, pttlPop, rpopCheck, popScript, nativePopScript} {
 				if err := c.ScriptLoad(ctx, sc.src).Err(); err != nil {
 					b.Fatal(err)
 				}
@@ -110,7 +110,7 @@ return v
 				b.Fatal(err)
 			}
 			k := map[string]string{}
-			names := []string{"evalsha-rpop", "fcall-rpop", "evalsha-lindex-rpop", "evalsha-pttl-rpop", "evalsha-rpop-check", "evalsha-pop-script"}
+			names := []string{"evalsha-rpop", "fcall-rpop", "evalsha-lindex-rpop", "evalsha-pttl-rpop", "evalsha-rpop-check", "evalsha-pop-script", "evalsha-native-pop-script"}
 			for _, n := range names {
 				k[n] = rawKey + ":" + n
 			}
@@ -132,7 +132,10 @@ return v
 					c.Del(ctx, key)
 				}
 			})
-			popKeys := []string{k["evalsha-pop-script"]} // as PopItem sends it without a TTL
+			popKeys := []string{k["evalsha-pop-script"]} // as PopItem sends it without a TTL (Python layout)
+			// as PopItem sends it in the native layout, without a TTL: the
+			// script records the pop when the metadata holds an epoch
+			nativePopKeys := []string{k["evalsha-native-pop-script"], k["evalsha-native-pop-script"] + ":meta"}
 			interleaveN(b, []side{
 				{"rpop", func() error { return c.RPop(ctx, rawKey).Err() }},
 				{"evalsha-rpop", func() error { return ev(rpopOnly, []string{k["evalsha-rpop"]}) }},
@@ -141,6 +144,7 @@ return v
 				{"evalsha-pttl-rpop", func() error { return ev(pttlPop, []string{k["evalsha-pttl-rpop"]}) }},
 				{"evalsha-rpop-check", func() error { return ev(rpopCheck, []string{k["evalsha-rpop-check"]}) }},
 				{"evalsha-pop-script", func() error { return ev(popScript, popKeys, int64(0)) }},
+				{"evalsha-native-pop-script", func() error { return ev(nativePopScript, nativePopKeys, int64(0)) }},
 				{"popitem", func() error {
 					_, ok, err := s.PopItem(ctx)
 					if err == nil && !ok {
@@ -165,7 +169,7 @@ func BenchmarkPopServerCPU(b *testing.B) {
 	items := popItemsOf(170, 1000)
 	args := itemArgs(items)
 	rpopOnly := newScript(`return redis.call('RPOP', KEYS[1])`)
-	for _, src := range []string{rpopOnly.src, popScript.src} {
+	for _, src := range []string{rpopOnly.src, popScript.src, nativePopScript.src} {
 		if err := c.ScriptLoad(ctx, src).Err(); err != nil {
 			b.Fatal(err)
 		}
@@ -206,6 +210,9 @@ func BenchmarkPopServerCPU(b *testing.B) {
 		func() { c.RPush(ctx, rawKey, args...) })
 	run("evalsha-rpop", "evalsha", func() error {
 		return c.EvalSha(ctx, rpopOnly.sha, []string{rawKey}).Err()
+	}, func() { c.RPush(ctx, rawKey, args...) })
+	run("pop-script-unrecorded", "evalsha", func() error { // the pop script without the native layout's record of the pop (follow.go)
+		return c.EvalSha(ctx, popScript.sha, []string{rawKey}, 0).Err()
 	}, func() { c.RPush(ctx, rawKey, args...) })
 	run("popitem", "evalsha", func() error {
 		_, ok, err := s.PopItem(ctx)

@@ -103,7 +103,8 @@ func (h *harness) OpenPeer(_ context.Context, id string) (session.Session, error
 	return h.peer.Session(id)
 }
 func (h *harness) Declared() session.Capabilities {
-	return session.Caps(session.CapLatest, session.CapReplace, session.CapTTL, session.CapCheckpoints, session.CapCheckpointCommit, session.CapVersionedReplace)
+	return session.Caps(session.CapLatest, session.CapReplace, session.CapTTL, session.CapCheckpoints, session.CapCheckpointCommit, session.CapVersionedReplace,
+		session.CapFollow, session.CapAppendOnce)
 }
 
 // RemoveSession deletes every key of the session, its checkpoint hash

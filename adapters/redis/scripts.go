@@ -46,6 +46,7 @@ const (
 if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('HSET', KEYS[2], 'session_id', ARGV[2])
   redis.call('HSETNX', KEYS[2], 'created_at', ARGV[3])
+` + epochEndSrc + `
 end
 `
 	// pythonStampSrc writes what the Python SDK's add_items writes:
@@ -103,6 +104,7 @@ const pythonAppendSrc = writeArgsSrc + pythonStampSrc + pushExpireSrc
 const replaceSrc = replaceHeadSrc + writeArgsSrc + `
 redis.call('HSET', KEYS[2], 'session_id', ARGV[2])
 redis.call('HSETNX', KEYS[2], 'created_at', ARGV[3])
+` + epochEndSrc + `
 redis.call('DEL', KEYS[1])
 ` + pushExpireSrc
 
@@ -148,6 +150,7 @@ local n, first = #ARGV, 5
 const replaceIfSrc = replaceIfHeadSrc + `
 redis.call('HSET', KEYS[2], 'session_id', ARGV[2])
 redis.call('HSETNX', KEYS[2], 'created_at', ARGV[3])
+` + epochEndSrc + `
 redis.call('DEL', KEYS[1])
 ` + pushExpireSrc
 
@@ -363,7 +366,12 @@ end
 // pop deleted the key and its expiry: the expiry read first (PTTL) is set
 // again, so the push-back leaves the list as it was (its expiry may end
 // up later by the milliseconds the script ran, never earlier).
-const popSrc = readableSrc + `
+const popSrc = popTakeSrc + popDoneSrc
+
+// popTakeSrc and popDoneSrc are popSrc before and after the pop is
+// settled; the native layout's pop records it between them (nativePopSrc).
+const (
+	popTakeSrc = readableSrc + `
 local pttl = redis.call('PTTL', KEYS[1])
 local v = redis.call('RPOP', KEYS[1])
 if not v then return false end
@@ -372,9 +380,11 @@ if not readable(v) then
   if pttl > 0 and redis.call('LLEN', KEYS[1]) == 1 then redis.call('PEXPIRE', KEYS[1], pttl) end
   return {v}
 end
-` + expireSrc + `
+`
+	popDoneSrc = expireSrc + `
 return v
 `
+)
 
 // popIfSrc pops the newest valid item only if the newest records are still,
 // byte for byte, the ones the client read and checked: ARGV[1] is the ttl
@@ -384,13 +394,21 @@ return v
 // the item is removed. It returns 1 when it popped, 0 (having changed
 // nothing) when the records differ. PopItem sends it only when popSrc was
 // not sure of the newest record.
-const popIfSrc = `
+const popIfSrc = popIfCheckSrc + popIfDoneSrc
+
+// popIfCheckSrc and popIfDoneSrc are popIfSrc before and after the check;
+// the native layout's pop records the pop between them (nativePopIfSrc).
+const popIfCheckSrc = `
 local m = #ARGV - 1
 local cur = redis.call('LRANGE', KEYS[1], -m, -1)
 if #cur ~= m then return 0 end
 for i = 1, m do
   if cur[i] ~= ARGV[i + 1] then return 0 end
 end
+`
+
+// popIfDoneSrc: see popIfSrc.
+const popIfDoneSrc = `
 local pttl = -1
 if m > 1 then pttl = redis.call('PTTL', KEYS[1]) end
 redis.call('LTRIM', KEYS[1], 0, -m - 1)
@@ -436,7 +454,7 @@ var (
 	allScripts = []*script{appendScript, pythonAppendScript, replaceScript, pythonReplaceScript,
 		replaceIfScript, pythonReplaceIfScript, historyVersionScript, setTimesScript, sessionTimesScript,
 		popScript, popIfScript, rangeScript, touchScript, commitScript, pythonCommitScript, deleteCheckpointScript,
-		loadCheckpointScript}
+		loadCheckpointScript, nativePopScript, nativePopIfScript, onceScript, pythonOnceScript}
 	appendScript          = newScript(appendSrc)
 	pythonAppendScript    = newScript(pythonAppendSrc)
 	replaceScript         = newScript(replaceSrc)

@@ -336,14 +336,11 @@ func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 		return session.Item{}, false, err
 	}
 	wctx := context.WithoutCancel(ctx)
-	keys := s.all
-	if s.st.ttlMS == 0 {
-		keys = s.keys[:1] // no expiry to refresh: the list is the only key the script touches
-	}
+	sc, keys := s.popScript()
 	var res any
 	err := s.st.write(wctx, s.keys[0], func(p processor) (bool, error) {
 		var err error
-		res, err = s.st.runOn(wctx, p, popScript, keys, s.st.ttlMS).Result()
+		res, err = s.st.runOn(wctx, p, sc, keys, s.st.ttlMS).Result()
 		if errors.Is(err, goredis.Nil) {
 			res, err = nil, nil
 		}
@@ -432,7 +429,11 @@ func (s *Session) popIf(ctx context.Context, raws []string) (popped bool, err er
 		argv = append(argv, r)
 	}
 	err = s.st.write(ctx, s.keys[0], func(p processor) (bool, error) {
-		ok, err := s.st.runOn(ctx, p, popIfScript, s.all, argv...).Bool()
+		sc := popIfScript
+		if s.st.opts.Layout == LayoutNative {
+			sc = nativePopIfScript // records the pop for cursors (follow.go)
+		}
+		ok, err := s.st.runOn(ctx, p, sc, s.all, argv...).Bool()
 		if err != nil && !errors.Is(err, goredis.Nil) {
 			return false, err
 		}

@@ -49,7 +49,8 @@ func checkURLStore(t *testing.T, dsn string) (adapters.Store, session.Session) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Clear(context.Background()) })
 	require.Equal(t, session.Probe(s), st.Declared(), "declared = probed")
-	require.Equal(t, session.Caps(session.CapLatest, session.CapReplace, session.CapTTL, session.CapCheckpoints, session.CapCheckpointCommit, session.CapVersionedReplace), st.Declared())
+	require.Equal(t, session.Caps(session.CapLatest, session.CapReplace, session.CapTTL, session.CapCheckpoints, session.CapCheckpointCommit, session.CapVersionedReplace,
+		session.CapFollow, session.CapAppendOnce), st.Declared())
 
 	require.NoError(t, s.AddItems(ctx, []session.Item{session.MustItem(`{"n":1}`)}))
 	raw, ok := st.(driver.RawAppender)
