@@ -49,7 +49,7 @@ func TestURLOpener(t *testing.T) {
 	s, err := st.Session("a")
 	require.NoError(t, err)
 	require.Equal(t, session.Probe(s), st.Declared(), "declared = probed")
-	require.Equal(t, session.Caps(session.CapLatest, session.CapReplace, session.CapTTL, session.CapCheckpoints, session.CapVersionedReplace), st.Declared())
+	require.Equal(t, session.Caps(session.CapLatest, session.CapReplace, session.CapTTL, session.CapCheckpoints, session.CapVersionedReplace, session.CapFollow, session.CapAppendOnce), st.Declared())
 	ms := s.(*Session)
 	require.Equal(t, db, ms.st.opts.Database, "the path names the database")
 	require.Equal(t, "1h0m0s", ms.st.opts.TTL.String(), "ttl applied")
