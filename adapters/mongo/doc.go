@@ -47,7 +47,7 @@
 // documents of that generation are its history, and a session without a
 // session document has none (every writer, the Python SDK's included,
 // upserts it before inserting a batch). Indexes, created once per
-// Store: {session_id} unique on sessions; on messages, {session_id, seq}
+// Store: {session_id} unique on sessions, {session_id} on operations; on messages, {session_id, seq}
 // and the Python SDK's {session_id, generation, seq}, neither unique, as
 // the SDK's are: a unique message index would make a Python write fail
 // wherever two documents share a seq (data numbered by an older release of

@@ -295,6 +295,13 @@ func (st *Store) ensureOpsIndex(ctx context.Context) error {
 	}
 	indexMu.Lock()
 	defer indexMu.Unlock()
+	return st.createOpsIndex(ctx)
+}
+
+// createOpsIndex makes the operations index; the caller holds indexMu.
+// ensureIndexes makes it with the others, so that a store's first use
+// creates every collection and index the adapter has.
+func (st *Store) createOpsIndex(ctx context.Context) error {
 	if err := retryNetwork(ctx, func() error {
 		_, err := st.operations.Indexes().CreateOne(ctx, mongodrv.IndexModel{Keys: bson.D{{Key: fSessionID, Value: 1}}})
 		return err

@@ -229,6 +229,9 @@ func (st *Store) ensureIndexes(ctx context.Context) error {
 	if err := st.createCheckpointIndex(ctx); err != nil {
 		return err
 	}
+	if err := st.createOpsIndex(ctx); err != nil {
+		return err
+	}
 	var ttlErr error
 	if st.opts.TTL > 0 {
 		ttlErr = st.createTTLIndexes(ctx)
