@@ -13,18 +13,21 @@
 // makes its own client, takes the database from the URI's path (else
 // Options.Database, else "agents"), and disconnects it on Close. A Session
 // implements session.Session, session.LatestReader, session.Replacer,
-// session.VersionedReplacer, session.Expirer and session.CheckpointStore (not
+// session.VersionedReplacer, session.Expirer, session.CheckpointStore,
+// session.Follower and session.OnceAppender (not
 // session.CheckpointCommitter: an append and a checkpoint save are two
 // documents, and FerretDB has no multi-document transactions).
 //
 // # Layout
 //
-// Two collections, agent_sessions and agent_messages by default, and a
-// third of this package's own, agent_checkpoints (see "Checkpoints"):
+// Two collections, agent_sessions and agent_messages by default, and two
+// of this package's own, agent_checkpoints (see "Checkpoints") and
+// agent_operations (see "Operation ids"):
 //
-//	session document     {session_id, created_at, updated_at, _seq, _generation, _top, _resv, _abandoned, _pops, _popping}
+//	session document     {session_id, created_at, updated_at, _seq, _generation, _top, _resv, _abandoned, _pops, _popping, _ops, _ops_moved}
 //	message document     {session_id, seq, generation, message_data: [item JSON, ...], created_at, _c}
 //	checkpoint document  {_id: "<len(id)>:<id>:<name>:<version>", session_id, name, version, document (binary), updated_at}
+//	operation document   {_id: "<len(id)>:<id>:<operation id>", session_id, operation_id, created_at}
 //
 // session_id is unique on the sessions collection. A message document holds
 // one appended batch: message_data is the array of its items' JSON texts,
@@ -44,7 +47,7 @@
 // documents of that generation are its history, and a session without a
 // session document has none (every writer, the Python SDK's included,
 // upserts it before inserting a batch). Indexes, created once per
-// Store: {session_id} unique on sessions; on messages, {session_id, seq}
+// Store: {session_id} unique on sessions, {session_id} on operations; on messages, {session_id, seq}
 // and the Python SDK's {session_id, generation, seq}, neither unique, as
 // the SDK's are: a unique message index would make a Python write fail
 // wherever two documents share a seq (data numbered by an older release of
@@ -61,7 +64,8 @@
 // Fields this package adds, and the Python SDK ignores: _base_generation
 // and _base_seq (the generation a replace installed, and its batch's seq),
 // _top, _resv, _abandoned, _pops and _popping on session documents and _c
-// on an append's message document (see "Linearizability"),
+// on an append's message document (see "Linearizability"), _ops and
+// _ops_moved on session documents (see "Operation ids"),
 // and with a TTL, expires_at on both kinds of document, and
 // messages_expire_at, _purge_by and _expired_through on session documents
 // (see "Expiry").
@@ -101,6 +105,12 @@
 //     unreadable records sit above it: they are reported and kept byte
 //     for byte). An emptied document stays as a marker. A lost commit (a
 //     concurrent append or pop) reads again.
+//   - ItemsSince: 2 round trips, a read of the session document, then a
+//     find of the message documents from the cursor's on (see
+//     "Following").
+//   - AddItemsOnce: AddItems's 3 round trips; the look-up of the id, and
+//     the move of the ids recorded before it, run beside the batch's
+//     insert. With no items, 3 (reserve no seq, look up, record).
 //   - HistoryVersion: 1 round trip; ReplaceItemsIf: ReplaceItems plus one
 //     read (see "Versions").
 //   - Clear: 3 round trips, 1 for a session never written (2 with a TTL).
@@ -238,6 +248,36 @@
 // inversion), and a Python pop racing a Go pop may take a record Go has
 // already committed. Both remain safe in the sense that nothing is lost or
 // duplicated by Go's writes.
+//
+// # Following
+//
+// A cursor of ItemsSince names the message document holding the last item
+// the reader was given, with how many records the reader saw in it, and
+// the generation. ItemsSince reads the session document, then the
+// documents from that one on, and reports the cursor lost unless that
+// document is still visible in the current generation with as many
+// records: appends never add to a document, and a pop takes the newest
+// readable record, so a pop of an item the reader was given shrinks it;
+// a clear, a replace or an expiry restart moves the generation or hides
+// it. Commits land in seq order above every visible batch, so what
+// follows a cursor is what sorts after it. A Python batch, visible at its
+// insert, can land below one already read: a follower past its seq never
+// gets it (Items does). See follow.go.
+//
+// # Operation ids
+//
+// AddItemsOnce records its operation id in its batch's commit (the update
+// of the session document that makes the batch visible): _ops.<hash of
+// the id> is set to the id, on condition that it is not set yet, so the
+// id is recorded if and only if the batch is. So that session documents
+// stay small, the next AddItemsOnce of the session moves recorded ids to
+// the agent_operations collection (Options.OperationsCollection; the
+// Python SDK never reads it): it inserts their documents (unique _id)
+// beside its batch's insert, and its commit removes them from _ops and
+// adds one to _ops_moved, on condition that _ops_moved is as its
+// reservation read it. An id is recorded while it is in _ops or has its
+// document. Clear, PopItem, replaces and expiry restarts keep both;
+// RemoveSession deletes both. See once.go.
 //
 // # Versions
 //

@@ -33,6 +33,8 @@ const (
 	fAbandoned = "_abandoned" // session (ours): {hex _id: true} of reservations given up on by others
 	fPops      = "_pops"      // session (ours): how many pops of this package were ever committed
 	fPopping   = "_popping"   // session (ours): the pop committed but maybe not yet applied to its document
+	fOps       = "_ops"       // session (ours): {hash: operation id} of appends at most once not yet moved to the operations collection
+	fOpsMoved  = "_ops_moved" // session (ours): how many times operation ids were moved out of _ops
 
 	fMsgSeq        = "seq"          // message: the 0-based position of the batch's last item
 	fMsgCommit     = "_c"           // message (ours): 1 on an append's batch, visible once committed
@@ -55,6 +57,8 @@ type sessionDoc struct {
 	Resv             bson.Raw   `bson:"_resv,omitempty"`
 	Abandoned        bson.Raw   `bson:"_abandoned,omitempty"`
 	Popping          *popIntent `bson:"_popping,omitempty"`
+	Ops              bson.Raw   `bson:"_ops,omitempty"`
+	OpsMoved         int64      `bson:"_ops_moved"`
 }
 
 // popIntent is a committed pop (see "Linearizability" in the package
@@ -106,6 +110,8 @@ var sessionProjection = bson.D{
 	{Key: fResv, Value: 1},
 	{Key: fAbandoned, Value: 1},
 	{Key: fPopping, Value: 1},
+	{Key: fOps, Value: 1},
+	{Key: fOpsMoved, Value: 1},
 }
 
 // messageProjection names the fields of a message document the adapter

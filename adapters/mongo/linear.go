@@ -39,7 +39,11 @@ var errCommitLost = errors.New("commit a batch: lost too many races with concurr
 // before its commit), then commit it on the session document once the
 // appends reserved before it have committed (see "Linearizability" in the
 // package documentation).
-func (s *Session) appendBatch(ctx context.Context, items []session.Item) (*sessionDoc, time.Time, error) {
+//
+// With op (AddItemsOnce), the batch is appended only if op's id is not
+// recorded yet, and its commit records it (see once.go); errOpDone reports
+// an id already recorded, and nothing appended.
+func (s *Session) appendBatch(ctx context.Context, items []session.Item, op *onceOp) (*sessionDoc, time.Time, error) {
 	unlock, err := s.st.appends.lock(ctx, s.id)
 	if err != nil {
 		return nil, time.Time{}, err
@@ -50,6 +54,10 @@ func (s *Session) appendBatch(ctx context.Context, items []session.Item) (*sessi
 		sd, now, err := s.reserveAs(ctx, int64(len(items)), id)
 		if err != nil {
 			return nil, now, err
+		}
+		if op != nil && op.recorded(sd) {
+			s.dropReservation(ctx, id)
+			return nil, now, errOpDone
 		}
 		s.abandonDead(ctx, sd, now)
 		if h := testHookAfterReserve; h != nil {
@@ -69,11 +77,18 @@ func (s *Session) appendBatch(ctx context.Context, items []session.Item) (*sessi
 			s.dropReservation(ctx, id)
 			return nil, now, err
 		}
-		if _, err := s.st.messages.InsertOne(ctx, raw); err != nil {
+		if err := s.insertBatchDoc(ctx, raw, sd, op); err != nil {
 			// Whether it landed or not, it is listed as reserved: hidden.
-			return nil, now, fmt.Errorf("insert a message document: %w", err)
+			return nil, now, err
 		}
-		ok, err := s.commitInOrder(ctx, sd, id, now)
+		if op != nil && op.found {
+			s.discard(ctx, id)
+			return nil, now, errOpDone
+		}
+		if h := testHookBeforeOnceCommit; h != nil && op != nil {
+			h(s)
+		}
+		ok, err := s.commitInOrder(ctx, sd, id, now, op)
 		if err != nil {
 			// Unknown outcome: the commit may have been applied. Leave the
 			// document: it is visible if and only if it was committed.
@@ -84,12 +99,7 @@ func (s *Session) appendBatch(ctx context.Context, items []session.Item) (*sessi
 			// reservation was abandoned: the batch would land below what a
 			// reader may have seen. Delete it (then its reservation) and
 			// reserve again.
-			cctx, cancel := cleanupContext(ctx)
-			_, derr := s.st.messages.DeleteOne(cctx, bson.D{{Key: "_id", Value: id}, byID(s.id)})
-			cancel()
-			if derr == nil {
-				s.dropReservation(ctx, id)
-			}
+			s.discard(ctx, id)
 			if err := backoff(ctx, attempt); err != nil {
 				return nil, now, err
 			}
@@ -174,13 +184,13 @@ func predecessors(sd *sessionDoc, self bson.ObjectID, now time.Time) []string {
 // anyway, abandoning those still listed. It reports false when the commit
 // can no longer apply: a batch above it was committed, the generation
 // changed, or its own reservation was abandoned.
-func (s *Session) commitInOrder(ctx context.Context, sd *sessionDoc, id bson.ObjectID, now time.Time) (bool, error) {
+func (s *Session) commitInOrder(ctx context.Context, sd *sessionDoc, id bson.ObjectID, now time.Time, op *onceOp) (bool, error) {
 	wait := predecessors(sd, id, now)
 	deadline := now.Add(staleReservation)
 	var abandon []string
 	for tries := 0; ; tries++ {
 		if len(wait) == 0 || len(abandon) > 0 {
-			ok, err := s.commitBatch(ctx, sd, id, wait, abandon)
+			ok, err := s.commitBatch(ctx, sd, id, wait, abandon, op)
 			if err != nil || ok {
 				return ok, err
 			}
@@ -192,6 +202,9 @@ func (s *Session) commitInOrder(ctx context.Context, sd *sessionDoc, id bson.Obj
 			return false, err
 		}
 		if cur == nil || cur.Generation != sd.Generation || cur.Top >= sd.batchSeq() || !listed(cur.Resv, id.Hex()) {
+			return false, nil
+		}
+		if op != nil && !op.stillOpen(sd, cur) {
 			return false, nil
 		}
 		var still []string
@@ -230,7 +243,7 @@ func pollWait(ctx context.Context, tries int) error {
 // is still listed, none in wait is and all in abandon are. It sets _top to
 // the batch's seq, drops its reservation and moves those in abandon to
 // _abandoned. It reports whether it applied.
-func (s *Session) commitBatch(ctx context.Context, sd *sessionDoc, id bson.ObjectID, wait, abandon []string) (bool, error) {
+func (s *Session) commitBatch(ctx context.Context, sd *sessionDoc, id bson.ObjectID, wait, abandon []string, op *onceOp) (bool, error) {
 	seq := sd.batchSeq()
 	filter := bson.D{
 		byID(s.id),
@@ -251,7 +264,12 @@ func (s *Session) commitBatch(ctx context.Context, sd *sessionDoc, id bson.Objec
 		set = append(set, bson.E{Key: fAbandoned + "." + p, Value: true})
 		unset = append(unset, bson.E{Key: fResv + "." + p, Value: ""})
 	}
-	res, err := s.st.sessions.UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: set}, {Key: "$unset", Value: unset}})
+	update := bson.D{}
+	if op != nil {
+		filter, set, unset, update = op.commitClauses(sd, filter, set, unset, update)
+	}
+	update = append(update, bson.E{Key: "$set", Value: set}, bson.E{Key: "$unset", Value: unset})
+	res, err := s.st.sessions.UpdateOne(ctx, filter, update)
 	if err != nil {
 		return false, committing(err)
 	}

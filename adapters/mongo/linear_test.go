@@ -99,7 +99,7 @@ func TestWriterDiedBeforeCommit(t *testing.T) {
 
 	// The writer was only slow: its commit now fails, and it would reserve
 	// again; its batch stays hidden.
-	ok, err := s.commitBatch(ctx, sd, dead, nil, nil)
+	ok, err := s.commitBatch(ctx, sd, dead, nil, nil, nil)
 	require.NoError(t, err)
 	require.False(t, ok, "an abandoned reservation cannot commit")
 	it, ok, err := s.PopItem(ctx)

@@ -163,7 +163,7 @@ func (h *harness) OpenPeer(_ context.Context, id string) (session.Session, error
 }
 
 func (h *harness) Declared() session.Capabilities {
-	return session.Caps(session.CapLatest, session.CapReplace, session.CapTTL, session.CapCheckpoints, session.CapVersionedReplace)
+	return session.Caps(session.CapLatest, session.CapReplace, session.CapTTL, session.CapCheckpoints, session.CapVersionedReplace, session.CapFollow, session.CapAppendOnce)
 }
 
 // RemoveSession deletes every document of the session (its checkpoints

@@ -19,6 +19,10 @@ const (
 	// "Checkpoints" in the package documentation); the Python SDK has no
 	// such collection and never reads it.
 	DefaultCheckpointsCollection = "agent_checkpoints"
+	// DefaultOperationsCollection holds the operation ids of
+	// Session.AddItemsOnce (see the package documentation); the Python SDK
+	// has no such collection and never reads it.
+	DefaultOperationsCollection = "agent_operations"
 )
 
 // MaxDocumentBytes is the largest BSON document a MongoDB server stores
@@ -39,6 +43,9 @@ type Options struct {
 	// CheckpointsCollection names the collection of checkpoint documents;
 	// empty means DefaultCheckpointsCollection.
 	CheckpointsCollection string
+	// OperationsCollection names the collection of the operation ids of
+	// AddItemsOnce; empty means DefaultOperationsCollection.
+	OperationsCollection string
 	// TTL, when positive, expires a session's whole history TTL after its
 	// last write (append, pop, clear, replace or Touch). Reads do not
 	// refresh it. See the package documentation for how expiry works on
@@ -74,9 +81,12 @@ func (o Options) withDefaults() (Options, error) {
 	if o.CheckpointsCollection == "" {
 		o.CheckpointsCollection = DefaultCheckpointsCollection
 	}
-	if o.SessionsCollection == o.MessagesCollection ||
-		o.CheckpointsCollection == o.SessionsCollection || o.CheckpointsCollection == o.MessagesCollection {
-		return o, errors.New("mongo: the sessions, messages and checkpoints collections must differ")
+	if o.OperationsCollection == "" {
+		o.OperationsCollection = DefaultOperationsCollection
+	}
+	names := map[string]bool{o.SessionsCollection: true, o.MessagesCollection: true, o.CheckpointsCollection: true, o.OperationsCollection: true}
+	if len(names) != 4 {
+		return o, errors.New("mongo: the sessions, messages, checkpoints and operations collections must differ")
 	}
 	if o.TTL < 0 {
 		return o, fmt.Errorf("mongo: negative TTL %v", o.TTL)

@@ -32,14 +32,18 @@ type Store struct {
 	// checkpoints holds the sessions' run-state checkpoints, one document
 	// per version (see checkpoints.go).
 	checkpoints *mongodrv.Collection
-	closed      atomic.Bool
-	est         estimator
+	// operations holds the operation ids of AddItemsOnce once moved out
+	// of their session documents (see once.go).
+	operations *mongodrv.Collection
+	closed     atomic.Bool
+	est        estimator
 
 	idxMu   sync.Mutex
 	idxDone bool
 	ttlErr  error // why the TTL indexes could not be created, if they could not
 
-	ckIdxDone bool // the checkpoints index is made (guarded by idxMu)
+	ckIdxDone  bool // the checkpoints index is made (guarded by idxMu)
+	opsIdxDone bool // the operations index is made (guarded by idxMu)
 
 	appends appendLocks // one append at a time per session id in this Store
 }
@@ -94,6 +98,7 @@ func newStore(client *mongodrv.Client, owned bool, opts Options) (*Store, error)
 		sessions:    db.Collection(opts.SessionsCollection, co),
 		messages:    db.Collection(opts.MessagesCollection, co),
 		checkpoints: db.Collection(opts.CheckpointsCollection, co),
+		operations:  db.Collection(opts.OperationsCollection, co),
 	}, nil
 }
 
@@ -222,6 +227,9 @@ func (st *Store) ensureIndexes(ctx context.Context) error {
 		return fmt.Errorf("create the {session_id, generation, seq} index: %w", err)
 	}
 	if err := st.createCheckpointIndex(ctx); err != nil {
+		return err
+	}
+	if err := st.createOpsIndex(ctx); err != nil {
 		return err
 	}
 	var ttlErr error
@@ -377,8 +385,8 @@ func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 }
 
-// RemoveSession deletes every document of session id: its checkpoints, its
-// messages and its session document. Clear keeps the session document (its
+// RemoveSession deletes every document of session id: its checkpoints,
+// its operation ids, its messages and its session document. Clear keeps the session document (its
 // counters, as Python's clear_session does), an empty marker and the
 // checkpoints; RemoveSession is for sessions that must leave no trace,
 // such as sessionctl check's probes. Nobody may write the session
@@ -390,6 +398,9 @@ func (st *Store) RemoveSession(ctx context.Context, id string) error {
 	}
 	filter := bson.D{{Key: fSessionID, Value: id}}
 	if _, err := st.checkpoints.DeleteMany(ctx, filter); err != nil {
+		return fmt.Errorf("mongo: remove session: %w", err)
+	}
+	if _, err := st.operations.DeleteMany(ctx, filter); err != nil {
 		return fmt.Errorf("mongo: remove session: %w", err)
 	}
 	if _, err := st.messages.DeleteMany(ctx, filter); err != nil {

@@ -23,7 +23,7 @@ var schemes = []string{"mongodb", "mongodb+srv"}
 
 // urlOptions are the query options the adapter takes; every other option
 // is the driver's own connection-string option, validated by the driver.
-var urlOptions = []string{"sessions_collection", "messages_collection", "checkpoints_collection", "ttl", "max_batch_bytes"}
+var urlOptions = []string{"sessions_collection", "messages_collection", "checkpoints_collection", "operations_collection", "ttl", "max_batch_bytes"}
 
 func init() {
 	for _, s := range schemes {
@@ -34,7 +34,8 @@ func init() {
 // URLOpener opens mongodb:// and mongodb+srv:// URLs; the database is the
 // URL's path (default "agents"). Options: sessions_collection (default
 // agent_sessions), messages_collection (default agent_messages),
-// checkpoints_collection (default agent_checkpoints), ttl
+// checkpoints_collection (default agent_checkpoints),
+// operations_collection (default agent_operations), ttl
 // (Options.TTL, default 0: never expire) and max_batch_bytes
 // (Options.MaxBatchBytes, default and most 16 MiB).
 //
@@ -52,9 +53,10 @@ func (URLOpener) OpenStoreURL(ctx context.Context, u *url.URL, o adapters.Option
 		SessionsCollection:    q.Get("sessions_collection"),
 		MessagesCollection:    q.Get("messages_collection"),
 		CheckpointsCollection: q.Get("checkpoints_collection"),
+		OperationsCollection:  q.Get("operations_collection"),
 		OnCorrupt:             o.OnCorrupt,
 	}
-	for _, name := range []string{"sessions_collection", "messages_collection", "checkpoints_collection"} {
+	for _, name := range []string{"sessions_collection", "messages_collection", "checkpoints_collection", "operations_collection"} {
 		if q.Has(name) {
 			if err := validCollectionName(q.Get(name)); err != nil {
 				return nil, fmt.Errorf("%w: option %s: %w", adapters.ErrInvalidDSN, name, err)
@@ -92,6 +94,7 @@ func (URLOpener) OpenStoreURL(ctx context.Context, u *url.URL, o adapters.Option
 		st.idxMu.Lock()
 		st.idxDone = true // reads find what is there, and make no index
 		st.ckIdxDone = true
+		st.opsIdxDone = true
 		st.idxMu.Unlock()
 	}
 	closeStore := func() error { return st.Close(context.Background()) }

@@ -38,7 +38,7 @@ func TestURLOpener(t *testing.T) {
 	var reports []driver.CorruptRecord
 	st, err := adapters.OpenWith(ctx, testURL(t, db, map[string]string{
 		"sessions_collection": "my_sessions", "messages_collection": "my_messages", "checkpoints_collection": "my_checkpoints",
-		"ttl": "1h", "max_batch_bytes": "4096",
+		"operations_collection": "my_operations", "ttl": "1h", "max_batch_bytes": "4096",
 	}), adapters.Options{OnCorrupt: func(_ context.Context, r driver.CorruptRecord) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -49,7 +49,7 @@ func TestURLOpener(t *testing.T) {
 	s, err := st.Session("a")
 	require.NoError(t, err)
 	require.Equal(t, session.Probe(s), st.Declared(), "declared = probed")
-	require.Equal(t, session.Caps(session.CapLatest, session.CapReplace, session.CapTTL, session.CapCheckpoints, session.CapVersionedReplace), st.Declared())
+	require.Equal(t, session.Caps(session.CapLatest, session.CapReplace, session.CapTTL, session.CapCheckpoints, session.CapVersionedReplace, session.CapFollow, session.CapAppendOnce), st.Declared())
 	ms := s.(*Session)
 	require.Equal(t, db, ms.st.opts.Database, "the path names the database")
 	require.Equal(t, "1h0m0s", ms.st.opts.TTL.String(), "ttl applied")
@@ -79,7 +79,7 @@ func TestURLOpener(t *testing.T) {
 	require.Equal(t, []string{"a"}, ids, "a session holding only checkpoints has no session document: not listed")
 	names, err := ms.st.client.Database(db).ListCollectionNames(ctx, bson.D{})
 	require.NoError(t, err)
-	require.ElementsMatch(t, []string{"my_sessions", "my_messages", "my_checkpoints"}, names, "the collection options are applied")
+	require.ElementsMatch(t, []string{"my_sessions", "my_messages", "my_checkpoints", "my_operations"}, names, "the collection options are applied")
 	r, ok := st.(interface {
 		RemoveSession(context.Context, string) error
 	})

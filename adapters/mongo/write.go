@@ -48,7 +48,7 @@ func (s *Session) AddItems(ctx context.Context, items []session.Item) error {
 	if err := s.st.ensureIndexes(ctx); err != nil {
 		return fmt.Errorf("mongo: add items: %w", err)
 	}
-	sd, now, err := s.appendBatch(ctx, items)
+	sd, now, err := s.appendBatch(ctx, items, nil)
 	if err != nil {
 		return fmt.Errorf("mongo: add items: %w", err)
 	}

@@ -1,0 +1,324 @@
+package mongo
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
+)
+
+// Following.
+//
+// A cursor names the session (a hash of its id), the generation it was
+// read in, the message document holding the last readable item a reader
+// was given (r: its seq, its _id and how many records the reader's view
+// of it held) and the last document it read past (x: seq and _id, beyond
+// r only when documents of unreadable records followed r's):
+// "m1:<hash>:<generation>:<r seq>,<r _id>,<r records>:<x seq>,<x _id>",
+// r and x empty while the reader has seen none. Documents are ordered by
+// (seq, _id), as a full read orders them.
+//
+// ItemsSince reads the session document, then the documents from r's seq
+// on (one find on the {session_id, seq} index), and requires r's document
+// to be visible in the current generation with exactly as many records as
+// the reader saw. That is enough: appends never add to a document (every
+// batch is one document of its own) and a pop takes the newest readable
+// record, so while r's document holds the records the reader saw, every
+// item up to r is there; a pop of one of them shrinks it (or deletes a
+// legacy document), and a clear, a replace or an expiry restart moves the
+// generation or hides it. A batch of this package becomes visible above
+// every visible batch (see "Linearizability"), so what follows the cursor
+// is what sorts after x. A batch of the Python SDK is visible at its
+// insert and can land below a batch of either language already read: a
+// follower that read past its seq never gets it (Items does).
+//
+// A read overlapping a transition is settled as read is: a document of
+// another generation above the session document's _seq makes it look at
+// the session document again.
+
+var _ session.Follower = (*Session)(nil)
+
+const followPrefix = "m1:"
+
+// docPos is a message document's place in the order of a read: its seq,
+// then its _id (the BSON type, then the value's bytes). ok is false for
+// "none".
+type docPos struct {
+	ok  bool
+	seq int64
+	id  []byte
+}
+
+// followCursor is what a cursor holds.
+type followCursor struct {
+	gen  int64
+	r    docPos
+	rLen int // records in the reader's view of r's document
+	x    docPos
+}
+
+// followTag names the session in its cursors, so that a cursor of another
+// session is refused rather than read as this one's.
+func followTag(id string) string {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return fmt.Sprintf("%08x", h.Sum32())
+}
+
+func posOf(d *messageDoc) docPos {
+	return docPos{ok: true, seq: d.seq, id: append([]byte{byte(d.id.Type)}, d.id.Value...)}
+}
+
+// after reports whether p sorts after q (anything sorts after none).
+func (p docPos) after(q docPos) bool {
+	if !q.ok {
+		return p.ok
+	}
+	if !p.ok {
+		return false
+	}
+	if p.seq != q.seq {
+		return p.seq > q.seq
+	}
+	return bytes.Compare(p.id, q.id) > 0
+}
+
+func (p docPos) same(q docPos) bool {
+	return p.ok == q.ok && p.seq == q.seq && bytes.Equal(p.id, q.id)
+}
+
+func (p docPos) String() string {
+	if !p.ok {
+		return ""
+	}
+	return strconv.FormatInt(p.seq, 10) + "," + hex.EncodeToString(p.id)
+}
+
+func (c followCursor) format(sid string) session.Cursor {
+	r := c.r.String()
+	if c.r.ok {
+		r += "," + strconv.Itoa(c.rLen)
+	}
+	return session.Cursor(followPrefix + followTag(sid) + ":" + strconv.FormatInt(c.gen, 10) + ":" + r + ":" + c.x.String())
+}
+
+// parseFollowCursor parses a cursor of session sid; the zero Cursor is
+// the start of the history.
+func parseFollowCursor(sid string, cur session.Cursor) (followCursor, bool, error) {
+	if cur == "" {
+		return followCursor{}, true, nil
+	}
+	invalid := fmt.Errorf("mongo: %w: %q is not a cursor of this session", session.ErrInvalidCursor, string(cur))
+	rest, ok := strings.CutPrefix(string(cur), followPrefix+followTag(sid)+":")
+	f := strings.Split(rest, ":")
+	if !ok || len(f) != 3 {
+		return followCursor{}, false, invalid
+	}
+	var c followCursor
+	var err error
+	if c.gen, err = strconv.ParseInt(f[0], 10, 64); err != nil {
+		return followCursor{}, false, invalid
+	}
+	var rest2 []string
+	if c.r, rest2, err = parsePos(f[1], 1); err != nil {
+		return followCursor{}, false, invalid
+	}
+	if c.r.ok {
+		if c.rLen, err = strconv.Atoi(rest2[0]); err != nil || c.rLen < 1 {
+			return followCursor{}, false, invalid
+		}
+	}
+	if c.x, _, err = parsePos(f[2], 0); err != nil || c.r.after(c.x) || (c.r.ok && !c.x.ok) {
+		return followCursor{}, false, invalid
+	}
+	if c.format(sid) != cur {
+		return followCursor{}, false, invalid
+	}
+	return c, false, nil
+}
+
+// parsePos parses "" or "<seq>,<hex id>" followed by extra more fields.
+func parsePos(s string, extra int) (docPos, []string, error) {
+	if s == "" {
+		return docPos{}, nil, nil
+	}
+	f := strings.Split(s, ",")
+	if len(f) != 2+extra {
+		return docPos{}, nil, strconv.ErrSyntax
+	}
+	seq, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil {
+		return docPos{}, nil, err
+	}
+	id, err := hex.DecodeString(f[1])
+	if err != nil || len(id) == 0 {
+		return docPos{}, nil, strconv.ErrSyntax
+	}
+	return docPos{ok: true, seq: seq, id: id}, f[2:], nil
+}
+
+// ItemsSince returns the items appended after cursor, oldest first, and
+// the cursor after them (cursor itself when nothing is new): two round
+// trips, a read of the session document and a find of the documents from
+// the cursor's on, so its cost follows what is new, not the history. It
+// returns session.ErrCursorLost when the history changed at or before the
+// cursor (a pop of an item the reader was given, a clear, a replace, an
+// expiry), and an error wrapping session.ErrInvalidCursor for a cursor no
+// handle on this session returned. Unreadable records are skipped and
+// reported once. Beside Python writers, see "Following" in follow.go for
+// what a follower may miss.
+func (s *Session) ItemsSince(ctx context.Context, cursor session.Cursor) ([]session.Item, session.Cursor, error) {
+	c, zero, err := parseFollowCursor(s.id, cursor)
+	if err != nil {
+		return nil, cursor, err
+	}
+	if err := s.check(ctx); err != nil {
+		return nil, cursor, err
+	}
+	if err := s.st.ensureIndexes(ctx); err != nil {
+		return nil, cursor, fmt.Errorf("mongo: items since: %w", err)
+	}
+	for unsettled := 0; unsettled < maxUnsettled; unsettled++ {
+		items, next, lost, settled, err := s.since(ctx, c, zero)
+		if err != nil {
+			return nil, cursor, fmt.Errorf("mongo: items since: %w", err)
+		}
+		if !settled {
+			continue
+		}
+		if lost {
+			return nil, cursor, fmt.Errorf("mongo: items since: %w", session.ErrCursorLost)
+		}
+		if next == nil {
+			return nil, cursor, nil
+		}
+		return items, next.format(s.id), nil
+	}
+	return nil, cursor, fmt.Errorf("mongo: items since: %w", errUnsettled)
+}
+
+// since makes one attempt of ItemsSince. next is nil when nothing is new;
+// settled is false when a transition raced the read (try again).
+func (s *Session) since(ctx context.Context, c followCursor, zero bool) (items []session.Item, next *followCursor, lost, settled bool, err error) {
+	sd, err := s.loadSession(ctx)
+	if err != nil {
+		return nil, nil, false, false, err
+	}
+	if sd == nil {
+		return nil, nil, c.r.ok, true, nil
+	}
+	if c.r.ok && c.gen != sd.Generation {
+		return nil, nil, true, true, nil
+	}
+	from := c.r
+	if !from.ok && c.gen == sd.Generation {
+		from = c.x
+	}
+	if zero || c.gen != sd.Generation {
+		// From the start of the current generation: what the reader read
+		// past belongs to another one.
+		c = followCursor{gen: sd.Generation}
+		from = docPos{}
+	}
+	if b := takeBetweenReads(); b != nil {
+		b.hook() // a test's writer, between the two reads
+	}
+	docs, err := s.loadFrom(ctx, from)
+	if err != nil {
+		return nil, nil, false, false, err
+	}
+	if laterGeneration(docs, sd) {
+		sd2, err := s.loadSession(ctx)
+		if err != nil {
+			return nil, nil, false, false, err
+		}
+		if sd2 == nil || sd2.Generation != sd.Generation {
+			return nil, nil, false, false, nil
+		}
+	}
+	now := s.st.now()
+	var dec driver.Decoder
+	var bad []driver.CorruptRecord
+	out := c
+	advanced := false
+	found := !c.r.ok
+	for _, d := range view(docs, sd) {
+		if !d.inGeneration(sd.Generation) || sd.hides(&d, now) {
+			continue
+		}
+		p := posOf(&d)
+		if !found {
+			if p.same(c.r) {
+				if d.records() != c.rLen {
+					return nil, nil, true, true, nil
+				}
+				found = true
+			}
+			continue
+		}
+		if !p.after(c.x) || d.records() == 0 {
+			continue
+		}
+		readable := false
+		for j := range d.records() {
+			it, cr := d.record(&dec, s.id, j)
+			if cr != nil {
+				bad = append(bad, *cr)
+				continue
+			}
+			items = append(items, it)
+			readable = true
+		}
+		out.x, advanced = p, true
+		if readable {
+			out.r, out.rLen = p, d.records()
+		}
+	}
+	if !found {
+		return nil, nil, true, true, nil
+	}
+	s.report(ctx, bad)
+	s.noteSeq(sd.Seq)
+	if !advanced {
+		return nil, nil, false, true, nil
+	}
+	return items, &out, false, true, nil
+}
+
+// loadFrom reads the session's message documents from position p on (all
+// of them when p is none), of every generation, in (seq, _id) order.
+func (s *Session) loadFrom(ctx context.Context, p docPos) ([]messageDoc, error) {
+	filter := bson.D{byID(s.id)}
+	if p.ok {
+		filter = append(filter, bson.E{Key: fMsgSeq, Value: bson.D{{Key: "$gte", Value: p.seq}}})
+	}
+	cur, err := s.st.messages.Find(ctx, filter, options.Find().
+		SetSort(bson.D{{Key: fMsgSeq, Value: 1}, {Key: "_id", Value: 1}}).
+		SetProjection(popProjection))
+	if err != nil {
+		return nil, fmt.Errorf("read message documents: %w", err)
+	}
+	defer func() { _ = cur.Close(context.WithoutCancel(ctx)) }()
+	var docs []messageDoc
+	for cur.Next(ctx) {
+		d, err := parseMessageDoc(slices.Clone(cur.Current))
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, d)
+	}
+	if err := cur.Err(); err != nil {
+		return nil, fmt.Errorf("read message documents: %w", err)
+	}
+	return docs, nil
+}
