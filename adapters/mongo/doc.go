@@ -106,8 +106,8 @@
 //     for byte). An emptied document stays as a marker. A lost commit (a
 //     concurrent append or pop) reads again.
 //   - ItemsSince: 2 round trips, a read of the session document, then a
-//     find of the message documents from the cursor's on (see
-//     "Following").
+//     find of the message documents from the cursor's on, with a count of
+//     those up to the cursor in flight beside it (see "Following").
 //   - AddItemsOnce: AddItems's 3 round trips; the look-up of the id, and
 //     the move of the ids recorded before it, run beside the batch's
 //     insert. With no items, 3 (reserve no seq, look up, record).
@@ -259,10 +259,13 @@
 // records: appends never add to a document, and a pop takes the newest
 // readable record, so a pop of an item the reader was given shrinks it;
 // a clear, a replace or an expiry restart moves the generation or hides
-// it. Commits land in seq order above every visible batch, so what
-// follows a cursor is what sorts after it. A Python batch, visible at its
-// insert, can land below one already read: a follower past its seq never
-// gets it (Items does). See follow.go.
+// it. A batch can still become visible below a cursor: a Python batch at
+// its insert below one already read, a batch of this package at its
+// commit below a Python batch already read. The cursor therefore also
+// holds how many documents with a record the reader saw up to its last
+// one, and ItemsSince counts them again (one more command, sent beside
+// the find): a different count reports the cursor lost, and the reader
+// starts over, rather than missing the batch. See follow.go.
 //
 // # Operation ids
 //

@@ -237,13 +237,14 @@ func TestFollowOnceRoundTrips(t *testing.T) {
 	require.NoError(t, err)
 
 	const (
-		reserve  = "findAndModify agent_sessions"
-		insert   = "insert agent_messages"
-		readSess = "find agent_sessions"
-		readMsgs = "find agent_messages"
-		updSess  = "update agent_sessions"
-		lookUp   = "find agent_operations"
-		move     = "insert agent_operations"
+		reserve   = "findAndModify agent_sessions"
+		insert    = "insert agent_messages"
+		readSess  = "find agent_sessions"
+		readMsgs  = "find agent_messages"
+		countMsgs = "aggregate agent_messages"
+		updSess   = "update agent_sessions"
+		lookUp    = "find agent_operations"
+		move      = "insert agent_operations"
 	)
 	for _, tc := range []struct {
 		name string
@@ -255,7 +256,7 @@ func TestFollowOnceRoundTrips(t *testing.T) {
 			require.NoError(t, err)
 			require.Empty(t, got)
 			require.Equal(t, cur, next)
-		}, []string{readSess, readMsgs}},
+		}, []string{readSess, readMsgs, countMsgs}},
 		{"follow after an append", func(t *testing.T) {
 			require.NoError(t, s.AddItems(ctx, numbered("a", 3)))
 			log.take()
@@ -263,7 +264,7 @@ func TestFollowOnceRoundTrips(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, texts(numbered("a", 3)), texts(got))
 			cur = next
-		}, []string{readSess, readMsgs}},
+		}, []string{readSess, readMsgs, countMsgs}},
 		{"append once, moving the previous id", func(t *testing.T) {
 			ok, err := s.AddItemsOnce(ctx, "op-1", numbered("b", 2))
 			require.NoError(t, err)
