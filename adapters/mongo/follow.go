@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash/fnv"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -424,23 +423,7 @@ func (s *Session) loadFrom(ctx context.Context, p docPos) ([]messageDoc, error) 
 	if p.ok {
 		filter = append(filter, bson.E{Key: fMsgSeq, Value: bson.D{{Key: "$gte", Value: p.seq}}})
 	}
-	cur, err := s.st.messages.Find(ctx, filter, options.Find().
+	return s.findMessages(ctx, filter, options.Find().
 		SetSort(bson.D{{Key: fMsgSeq, Value: 1}, {Key: "_id", Value: 1}}).
 		SetProjection(popProjection))
-	if err != nil {
-		return nil, fmt.Errorf("read message documents: %w", err)
-	}
-	defer func() { _ = cur.Close(context.WithoutCancel(ctx)) }()
-	var docs []messageDoc
-	for cur.Next(ctx) {
-		d, err := parseMessageDoc(slices.Clone(cur.Current))
-		if err != nil {
-			return nil, err
-		}
-		docs = append(docs, d)
-	}
-	if err := cur.Err(); err != nil {
-		return nil, fmt.Errorf("read message documents: %w", err)
-	}
-	return docs, nil
 }

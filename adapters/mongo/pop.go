@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-	"slices"
 	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -229,23 +228,7 @@ func (s *Session) loadNonEmpty(ctx context.Context, gen *int64, w int) ([]messag
 		filter = append(filter, generationIs(fMsgGeneration, *gen))
 	}
 	filter = append(filter, bson.E{Key: fMessageData, Value: bson.D{{Key: "$ne", Value: bson.A{}}}})
-	cur, err := s.st.messages.Find(ctx, filter, options.Find().SetSort(bson.D{{Key: fMsgSeq, Value: -1}}).SetProjection(popProjection).SetLimit(int64(w)))
-	if err != nil {
-		return nil, fmt.Errorf("read message documents: %w", err)
-	}
-	defer func() { _ = cur.Close(context.WithoutCancel(ctx)) }()
-	docs := []messageDoc{}
-	for cur.Next(ctx) {
-		d, err := parseMessageDoc(slices.Clone(cur.Current))
-		if err != nil {
-			return nil, err
-		}
-		docs = append(docs, d)
-	}
-	if err := cur.Err(); err != nil {
-		return nil, fmt.Errorf("read message documents: %w", err)
-	}
-	return docs, nil
+	return s.findMessages(ctx, filter, options.Find().SetSort(bson.D{{Key: fMsgSeq, Value: -1}}).SetProjection(popProjection).SetLimit(int64(w)))
 }
 
 // popProjection is messageProjection with _id, which a pop's condition

@@ -240,7 +240,13 @@ func (s *Session) loadMessages(ctx context.Context, w int) ([]messageDoc, error)
 	if w > 0 {
 		fo.SetLimit(int64(w))
 	}
-	cur, err := s.st.messages.Find(ctx, bson.D{byID(s.id)}, fo)
+	return s.findMessages(ctx, bson.D{byID(s.id)}, fo)
+}
+
+// findMessages runs a find on the message documents and parses what it
+// returns.
+func (s *Session) findMessages(ctx context.Context, filter bson.D, fo *options.FindOptionsBuilder) ([]messageDoc, error) {
+	cur, err := s.st.messages.Find(ctx, filter, fo)
 	if err != nil {
 		return nil, fmt.Errorf("read message documents: %w", err)
 	}
