@@ -377,11 +377,7 @@ func TestCheckpointErrors(t *testing.T) {
 // operation once the Store is warm.
 func TestCheckpointRoundTrips(t *testing.T) {
 	ctx := context.Background()
-	log := &commandLog{db: uniqueDB(t)}
-	c := newClient(t, log.monitor())
-	dropOnCleanup(t, c, log.db)
-	st, err := New(c, Options{Database: log.db})
-	require.NoError(t, err)
+	st, log := loggedStore(t)
 	s := mustSession(t, st, "rt")
 	v, err := s.SaveCheckpoint(ctx, "warm", []byte(`{}`), 0)
 	require.NoError(t, err)

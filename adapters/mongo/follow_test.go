@@ -224,11 +224,7 @@ func opsIn(t *testing.T, st *Store, id string) []string {
 // AddItemsOnce once the Store is warm.
 func TestFollowOnceRoundTrips(t *testing.T) {
 	ctx := context.Background()
-	log := &commandLog{db: uniqueDB(t)}
-	c := newClient(t, log.monitor())
-	dropOnCleanup(t, c, log.db)
-	st, err := New(c, Options{Database: log.db})
-	require.NoError(t, err)
+	st, log := loggedStore(t)
 	s := mustSession(t, st, "rt")
 	ok, err := s.AddItemsOnce(ctx, "warm", numbered("w", 2))
 	require.NoError(t, err)

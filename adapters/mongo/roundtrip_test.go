@@ -41,15 +41,22 @@ func (l *commandLog) take() []string {
 	return out
 }
 
-// TestRoundTrips counts the commands each operation sends once the Store
-// is warm (indexes made): the round-trip budget of the layout.
-func TestRoundTrips(t *testing.T) {
-	ctx := context.Background()
+// loggedStore is a Store on a fresh database whose commands log records.
+func loggedStore(t *testing.T) (*Store, *commandLog) {
+	t.Helper()
 	log := &commandLog{db: uniqueDB(t)}
 	c := newClient(t, log.monitor())
 	dropOnCleanup(t, c, log.db)
 	st, err := New(c, Options{Database: log.db})
 	require.NoError(t, err)
+	return st, log
+}
+
+// TestRoundTrips counts the commands each operation sends once the Store
+// is warm (indexes made): the round-trip budget of the layout.
+func TestRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	st, log := loggedStore(t)
 	s := mustSession(t, st, "rt")
 	for b := range 50 {
 		require.NoError(t, s.AddItems(ctx, numbered(fmt.Sprintf("b%d", b), 20)))

@@ -149,11 +149,7 @@ func TestSummarizeSessionsAgreesWithReads(t *testing.T) {
 // sessions holding checkpoints.
 func TestSummarizeSessionsQueries(t *testing.T) {
 	ctx := context.Background()
-	log := &commandLog{db: uniqueDB(t)}
-	c := newClient(t, log.monitor())
-	dropOnCleanup(t, c, log.db)
-	st, err := New(c, Options{Database: log.db})
-	require.NoError(t, err)
+	st, log := loggedStore(t)
 	var ids []string
 	for i := range 30 {
 		id := fmt.Sprintf("s%02d", i)
