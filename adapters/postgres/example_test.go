@@ -3,13 +3,13 @@ package postgres_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentsessions/sessions/adapters/postgres"
+	"github.com/agentsessions/sessions/internal/testkit/capture"
 	"github.com/agentsessions/sessions/internal/testkit/testservers"
 	"github.com/agentsessions/sessions/session"
 )
@@ -66,20 +66,9 @@ func Example() {
 // prints, as an "// Output:" comment would if a server were always there.
 func TestExample(t *testing.T) {
 	t.Setenv("DATABASE_URL", testservers.Postgres(t))
-	r, w, err := os.Pipe()
-	require.NoError(t, err)
-	stdout := os.Stdout
-	os.Stdout = w
-	func() {
-		defer func() { os.Stdout = stdout }()
-		Example()
-	}()
-	require.NoError(t, w.Close())
-	out, err := io.ReadAll(r)
-	require.NoError(t, err)
 	require.Equal(t, `latest: {"role":"assistant","content":"Paris."}
 popped: {"role":"assistant","content":"Paris."} true <nil>
 items left: 1
 capabilities: latest,replace,checkpoints,checkpoint-commit,versioned-replace,follow,append-once
-`, string(out))
+`, capture.Stdout(t, Example))
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentsessions/sessions/adapters/redis"
+	"github.com/agentsessions/sessions/internal/testkit/capture"
 	"github.com/agentsessions/sessions/internal/testkit/testservers"
 	"github.com/agentsessions/sessions/session"
 )
@@ -70,23 +70,12 @@ func Example() {
 // prints, as an "// Output:" comment would if a server were always there.
 func TestExample(t *testing.T) {
 	t.Setenv("REDIS_URL", testservers.Redis(t))
-	r, w, err := os.Pipe()
-	require.NoError(t, err)
-	stdout := os.Stdout
-	os.Stdout = w
-	func() {
-		defer func() { os.Stdout = stdout }()
-		Example()
-	}()
-	require.NoError(t, w.Close())
-	out, err := io.ReadAll(r)
-	require.NoError(t, err)
 	require.Equal(t, `latest: {"role":"assistant","content":"Paris."}
 popped: {"role":"assistant","content":"Paris."} true <nil>
 items left: 1
 expires within the hour: true
 keys: [example:session:{user-123}:items example:session:{user-123}:meta]
-`, string(out))
+`, capture.Stdout(t, Example))
 }
 
 // ExampleMovePrefix moves a store written with the old native default
@@ -149,21 +138,10 @@ func ExampleSession_ItemsSince() {
 // TestExampleFollow runs ExampleSession_ItemsSince against a test server.
 func TestExampleFollow(t *testing.T) {
 	t.Setenv("REDIS_URL", testservers.Redis(t))
-	r, w, err := os.Pipe()
-	require.NoError(t, err)
-	stdout := os.Stdout
-	os.Stdout = w
-	func() {
-		defer func() { os.Stdout = stdout }()
-		ExampleSession_ItemsSince()
-	}()
-	require.NoError(t, w.Close())
-	out, err := io.ReadAll(r)
-	require.NoError(t, err)
 	require.Equal(t, `at first: 0 <nil>
 appended: true <nil>
 appended: false <nil>
 new: [{"role":"user","content":"Hi"}] <nil>
 after a pop of the item read: true
-`, string(out))
+`, capture.Stdout(t, ExampleSession_ItemsSince))
 }
