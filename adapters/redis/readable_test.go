@@ -23,6 +23,18 @@ return r
 func serverReadable(t *testing.T, st *Store, recs []string) []bool {
 	t.Helper()
 	out := make([]bool, 0, len(recs))
+	inChunks(t, st, readableCheckScript, recs, func(_ []string, vals []int64) {
+		for _, v := range vals {
+			out = append(out, v == 1)
+		}
+	})
+	return out
+}
+
+// inChunks runs sc with recs as its ARGV, 500 at a time, and gives each
+// chunk and the script's replies for it to each.
+func inChunks(t *testing.T, st *Store, sc *script, recs []string, each func(chunk []string, vals []int64)) {
+	t.Helper()
 	for len(recs) > 0 {
 		chunk := recs[:min(len(recs), 500)]
 		recs = recs[len(chunk):]
@@ -30,13 +42,10 @@ func serverReadable(t *testing.T, st *Store, recs []string) []bool {
 		for i, r := range chunk {
 			argv[i] = r
 		}
-		vals, err := st.run(context.Background(), readableCheckScript, nil, argv...).Int64Slice()
+		vals, err := st.run(context.Background(), sc, nil, argv...).Int64Slice()
 		require.NoError(t, err)
-		for _, v := range vals {
-			out = append(out, v == 1)
-		}
+		each(chunk, vals)
 	}
-	return out
 }
 
 // readableCorpus are records on both sides of the line: what cjson takes
@@ -175,15 +184,7 @@ func TestReadableFastPathAgrees(t *testing.T) {
 	alphabet := []byte("{}[]:,\" \\\\\\/_bfnrtu0123456789.-+eEaNIx\t\n\x00\x7f\xc3\xa9\xff")
 	recs = append(recs, mutants(rng, base, alphabet, 6000)...)
 	yes, fastYes := 0, 0
-	for len(recs) > 0 {
-		chunk := recs[:min(len(recs), 500)]
-		recs = recs[len(chunk):]
-		argv := make([]any, len(chunk))
-		for i, r := range chunk {
-			argv[i] = r
-		}
-		vals, err := st.run(context.Background(), readableBothScript, nil, argv...).Int64Slice()
-		require.NoError(t, err)
+	inChunks(t, st, readableBothScript, recs, func(chunk []string, vals []int64) {
 		require.Len(t, vals, 2*len(chunk))
 		for i, r := range chunk {
 			fast, full := vals[2*i] == 1, vals[2*i+1] == 1
@@ -206,7 +207,7 @@ func TestReadableFastPathAgrees(t *testing.T) {
 			}
 			require.Equal(t, len(base), fastYes, "every base record should be taken")
 		}
-	}
+	})
 	t.Logf("%d records taken by both checks", yes)
 }
 

@@ -82,18 +82,10 @@ func TestSummarizeSessionsAgreesWithReads(t *testing.T) {
 	for i, id := range ids {
 		sum := sums[i]
 		require.Equal(t, id, sum.ID)
-		corrupt.Reset(id)
-		s, err := st.Session(id)
-		require.NoError(t, err)
-		items, err := session.All(ctx, s)
-		require.NoError(t, err)
-		var size int64
-		for _, it := range items {
-			size += int64(len(it.Bytes()))
-		}
-		require.Equal(t, len(items), sum.Items, "%s: items", id)
-		require.Equal(t, size, sum.Bytes, "%s: bytes", id)
-		require.Equal(t, len(corrupt.Reports(id)), sum.Unreadable, "%s: unreadable", id)
+		s, r := readOf(t, st, corrupt, id)
+		require.Equal(t, r.Items, sum.Items, "%s: items", id)
+		require.Equal(t, r.Bytes, sum.Bytes, "%s: bytes", id)
+		require.Equal(t, r.Unreadable, sum.Unreadable, "%s: unreadable", id)
 		if id != "k-typed" {
 			require.Equal(t, sum.Items, seen[id], "%s: each saw every item", id)
 		}
@@ -190,19 +182,11 @@ func TestSummarizeSessionsSpan(t *testing.T) {
 			for i, id := range c.ids {
 				want[id] = true
 				require.Equal(t, id, sums[i].ID)
-				corrupt.Reset(id)
-				s, err := st.Session(id)
-				require.NoError(t, err)
-				items, err := session.All(ctx, s)
-				require.NoError(t, err)
-				var size int64
-				for _, it := range items {
-					size += int64(len(it.Bytes()))
-				}
-				require.Equal(t, len(items), sums[i].Items, id)
-				require.Equal(t, size, sums[i].Bytes, id)
-				require.Equal(t, len(corrupt.Reports(id)), sums[i].Unreadable, id)
-				require.Equal(t, len(items), seen[id], id)
+				_, r := readOf(t, st, corrupt, id)
+				require.Equal(t, r.Items, sums[i].Items, id)
+				require.Equal(t, r.Bytes, sums[i].Bytes, id)
+				require.Equal(t, r.Unreadable, sums[i].Unreadable, id)
+				require.Equal(t, r.Items, seen[id], id)
 				require.False(t, sums[i].Updated.IsZero(), id)
 			}
 			for id := range seen {
@@ -210,4 +194,21 @@ func TestSummarizeSessionsSpan(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readOf reads session id as a read does and returns the session and what
+// the read gave: its items, their bytes and the unreadable records
+// reported.
+func readOf(t *testing.T, st adapters.Store, corrupt *driver.CorruptLog, id string) (session.Session, adapters.SessionSummary) {
+	t.Helper()
+	corrupt.Reset(id)
+	s, err := st.Session(id)
+	require.NoError(t, err)
+	items, err := session.All(context.Background(), s)
+	require.NoError(t, err)
+	r := adapters.SessionSummary{ID: id, Items: len(items), Unreadable: len(corrupt.Reports(id))}
+	for _, it := range items {
+		r.Bytes += int64(len(it.Bytes()))
+	}
+	return s, r
 }
