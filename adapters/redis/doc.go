@@ -79,9 +79,13 @@
 //	Touch         1  EVALSHA: PEXPIRE every key, the checkpoint hash's too
 //	ExpiresIn     1  PTTL of the items list; 1 more, PTTL of the checkpoint hash, when there is
 //	                 no list
-//	SaveCheckpoint / AppendWithCheckpoint
-//	              1  EVALSHA of the commit script: version check, metadata, RPUSH, version and
-//	                 document, PEXPIRE every key
+//	SaveCheckpoint 1 EVALSHA of the commit script: version check, version and document, PEXPIRE
+//	                 every key
+//	AppendWithCheckpoint
+//	              1  native: MULTI, RPUSH of the items, EVAL of the checkpoint half of the commit
+//	                 (version check, trimming the batch off again when the commit cannot go on;
+//	                 metadata of a new session; version and document; PEXPIRE every key), EXEC;
+//	                 Python layout: EVALSHA of the commit script, with the metadata and RPUSH
 //	LoadCheckpoint 1 HMGET of the version and the document (a script with RefreshOnRead and a TTL)
 //	DeleteCheckpoint 1 EVALSHA: version check, HDEL
 //	ListCheckpoints 1 HKEYS of the checkpoint hash
@@ -199,11 +203,18 @@
 // Every checkpoint write is one script: a save compares the expected
 // version with the stored one (as decimal strings; "0" when none is
 // stored, AnyVersion skips it) and writes nothing on a mismatch;
-// AppendWithCheckpoint is the append script's metadata and push plus that
-// save, in the same script, so the batch and the checkpoint land together
-// or not at all. The script checks every key it writes (types, the stored
-// version) before its first write, so a failure, like a conflict, leaves
-// everything as it was. Clear and a replace with no items keep the
+// AppendWithCheckpoint lands the batch and the checkpoint together or not
+// at all. In the Python layout it is the append script's metadata and push
+// plus that save, in the same script, which checks every key it writes
+// (types, the stored version) before its first write. In the native layout
+// the items go by a native RPUSH, in one MULTI/EXEC with a script that
+// checks the version and saves the checkpoint: Redis runs a transaction
+// without interleaving any other command, and when the commit cannot go on
+// (a conflict, a damaged version, a key of another type) the script trims
+// the batch off again before it returns, so no client ever sees it. The
+// items never pass through Lua, which costs twice the native push. Either
+// way a failure, like a conflict, leaves everything as it was, byte for
+// byte. Clear and a replace with no items keep the
 // checkpoint hash; RemoveSession (and sessionctl check's cleanup, through
 // the URL store) deletes it with the rest, and MovePrefix moves it with
 // the rest. ListSessions lists the sessions holding items: a session whose

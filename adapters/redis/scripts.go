@@ -253,6 +253,46 @@ redis.call('LLEN', KEYS[1])
 end
 ` + commitTailSrc
 
+// commitAfterPushSrc is the checkpoint half of a native commit whose items
+// an RPUSH queued just before it, in the same MULTI/EXEC, already pushed:
+// the items never pass through Lua. ARGV is the commit script's up to the
+// version (ttl, id, clock, then ARGV[4] the name, ARGV[5] the document,
+// ARGV[6] the expected version), then ARGV[7], the number of items pushed.
+// When the items key is not a list the RPUSH failed and nothing is written
+// (the client reports the RPUSH's error). Otherwise the RPUSH pushed the
+// batch: a transaction holding a write command is refused whole, at EXEC,
+// when the server is out of memory, and a list takes any push. Every way
+// the commit cannot go on (a conflict, a damaged version, a checkpoint or
+// metadata key of another type) trims the batch off again first, which
+// deletes a list the push created, so the transaction as a whole has
+// written nothing. A list holding only the batch was created by the push:
+// the session is new, and its metadata is written as the append script
+// writes it.
+const commitAfterPushSrc = `
+local n = tonumber(ARGV[7])
+local len = redis.pcall('LLEN', KEYS[1])
+if type(len) ~= 'number' then return {2, '0'} end
+local function undo(reply)
+  redis.call('LTRIM', KEYS[1], 0, -n - 1)
+  return reply
+end
+local ck = KEYS[#KEYS]
+local vf = 'v:' .. ARGV[4]
+local cur = redis.pcall('HGET', ck, vf)
+if type(cur) == 'table' then return undo(cur) end
+if cur and (not string.match(cur, '^%d+$') or #cur > 18) then
+  return undo(redis.error_reply('ERR the stored checkpoint version is not a version number'))
+end
+local have = cur or '0'
+if ARGV[6] ~= '-1' and ARGV[6] ~= have then return undo({0, have}) end
+if len == n then
+  local r = redis.pcall('HSET', KEYS[2], 'session_id', ARGV[2])
+  if type(r) == 'table' then return undo(r) end
+  redis.call('HSETNX', KEYS[2], 'created_at', ARGV[3])
+` + epochEndSrc + `
+end
+` + commitTailSrc
+
 // deleteCheckpointSrc deletes checkpoint ARGV[1] of the hash KEYS[1] if
 // its version is ARGV[2] (or ARGV[2] is "-1"); it returns {1, version
 // deleted} or, having changed nothing, {0, stored version}. Deleting a

@@ -221,7 +221,7 @@ func (s *Session) AddItems(ctx context.Context, items []session.Item) error {
 // client) and returns the list's new length: 0 when the list did not
 // exist, in which case nothing was written.
 func (s *Session) pushx(ctx context.Context, p processor, items []session.Item, size int) (int64, error) {
-	cmd := s.rpushx(ctx, items)
+	cmd := s.pushCmd(ctx, "rpushx", items)
 	if size > maxPipelinedBytes || p != processor(s.st.client) {
 		_ = p.Process(ctx, onceInt{cmd})
 	} else {
@@ -230,10 +230,11 @@ func (s *Session) pushx(ctx context.Context, p processor, items []session.Item, 
 	return cmd.Result()
 }
 
-// rpushx returns the command RPUSHX of every item onto the items list.
-func (s *Session) rpushx(ctx context.Context, items []session.Item) *goredis.IntCmd {
+// pushCmd returns the command verb (RPUSH or RPUSHX) of every item onto
+// the items list.
+func (s *Session) pushCmd(ctx context.Context, verb string, items []session.Item) *goredis.IntCmd {
 	args := make([]any, 2, 2+len(items))
-	args[0], args[1] = "rpushx", s.keys[0]
+	args[0], args[1] = verb, s.keys[0]
 	for _, it := range items {
 		args = append(args, itemArg{it})
 	}
@@ -249,7 +250,7 @@ func (s *Session) rpushx(ctx context.Context, items []session.Item) *goredis.Int
 // refreshed expiries land together or not at all. It returns the list's
 // new length, 0 when the list did not exist (nothing was pushed).
 func (s *Session) pushxExpire(ctx context.Context, p processor, items []session.Item) (int64, error) {
-	push := s.rpushx(ctx, items)
+	push := s.pushCmd(ctx, "rpushx", items)
 	_, err := p.TxPipelined(ctx, func(p goredis.Pipeliner) error {
 		_ = p.Process(ctx, onceInt{push})
 		for _, k := range s.all {
