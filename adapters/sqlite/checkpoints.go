@@ -188,12 +188,8 @@ func (s *Session) AppendWithCheckpoint(ctx context.Context, items []session.Item
 	if err := s.st.check(ctx); err != nil {
 		return 0, err
 	}
-	op := s.ckOp("save", name)
-	if len(items) > 0 {
-		op = fmt.Sprintf("append %d items with checkpoint %q of session %q", len(items), name, s.id)
-	}
 	var next int64
-	err := s.st.writeW(ctx, op, false, func(ctx context.Context, w *wconn, _ bool) error {
+	err := s.st.submit(ctx, false, func(ctx context.Context, w *wconn, _ bool) error {
 		_, created, err := s.st.ensureCheckpoints(ctx, w, true)
 		if err != nil {
 			return err
@@ -216,7 +212,11 @@ func (s *Session) AppendWithCheckpoint(ctx context.Context, items []session.Item
 		return s.insert(ctx, w, items)
 	})
 	if err != nil {
-		return 0, err
+		op := s.ckOp("save", name)
+		if len(items) > 0 {
+			op = fmt.Sprintf("append %d items with checkpoint %q of session %q", len(items), name, s.id)
+		}
+		return 0, s.st.wrap(ctx, op, err)
 	}
 	s.st.ckReady.Store(true)
 	return next, nil
