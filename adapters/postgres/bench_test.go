@@ -285,3 +285,72 @@ func BenchmarkItemsSince4(b *testing.B) {
 		}
 	}})
 }
+
+// BenchmarkPopFloor tells apart what a pop costs beyond the raw-schema
+// DELETE ... RETURNING (x-raw-schema), by running on the adapter's schema
+// what PopItem sends, as raw pgx code scanning into strings:
+//
+//	locked          popLock (the advisory lock and the session row's
+//	                FOR UPDATE, one statement), then the raw-schema DELETE,
+//	                one batch: the locks every pop needs to stay
+//	                linearizable beside Go and Python writers
+//	locked-checked  popLock, then popObject (the DELETE filtered by
+//	                PostgreSQL's JSON check): PopItem's statements without
+//	                its Go side (decoding, validation, the Item)
+//
+// x-locked-checked is the library's own client cost; x-locked ÷
+// x-locked-checked the check's; x-raw-schema ÷ x-locked the locks'.
+func BenchmarkPopFloor(b *testing.B) {
+	ctx := context.Background()
+	st, _ := benchStore(b)
+	pool := st.Pool()
+	q := st.q
+	s, err := st.Session("floor-lib")
+	require.NoError(b, err)
+	n := b.N + 2000
+	for _, sid := range []string{"floor-lib", "floor-raw", "floor-locked", "floor-checked"} {
+		seed(b, st, sid, n)
+	}
+	schemaPop := `DELETE FROM ` + q.messages + ` WHERE id = (SELECT id FROM ` + q.messages + `
+		WHERE session_id >= $1 AND session_id <= $1 ORDER BY session_id DESC, created_at DESC, id DESC LIMIT 1) RETURNING message_data`
+	// batch sends the statements, each with the one argument sid, and
+	// scans the last one's first column into a string.
+	batch := func(sid string, stmts ...string) func() {
+		return func() {
+			var bt pgx.Batch
+			for _, s := range stmts {
+				bt.Queue(s, sid)
+			}
+			br := pool.SendBatch(ctx, &bt)
+			for range len(stmts) - 1 {
+				if _, err := br.Exec(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var data string
+			var id any
+			dest := []any{&data}
+			if len(stmts) > 1 && stmts[len(stmts)-1] == q.popObject {
+				dest = []any{&id, &data, nil}
+			}
+			if err := br.QueryRow().Scan(dest...); err != nil {
+				b.Fatal(err)
+			}
+			if err := br.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	interleave.Run(b, nil, func() {
+		_, ok, err := s.PopItem(ctx)
+		if err != nil || !ok {
+			b.Fatal(err, ok)
+		}
+	}, interleave.Side{Name: "raw-schema", Op: func() {
+		var data string
+		if err := pool.QueryRow(ctx, schemaPop, "floor-raw").Scan(&data); err != nil {
+			b.Fatal(err)
+		}
+	}}, interleave.Side{Name: "locked", Op: batch("floor-locked", q.popLock, schemaPop)},
+		interleave.Side{Name: "locked-checked", Op: batch("floor-checked", q.popLock, q.popObject)})
+}

@@ -208,10 +208,12 @@
 //	Items         1  SELECT, oldest first
 //	LatestItems   1  SELECT ... LIMIT n, newest first; only when corrupt rows leave it short
 //	                 does it read again, in one REPEATABLE READ snapshot, in doubling windows
-//	PopItem       1  lock the session row + DELETE ... RETURNING of the newest row if
-//	                 PostgreSQL reads it as a JSON object (below), or "empty": one implicit
-//	                 transaction; after a race lost to Python's pop or with a corrupt newest
-//	                 row, a transaction under the session row's lock (3 or more)
+//	PopItem       1  the advisory lock and the session row's FOR UPDATE in one statement
+//	                 + DELETE ... RETURNING of the newest row if PostgreSQL reads it as a
+//	                 JSON object (below): one implicit transaction. Deleting nothing, it is
+//	                 empty if there was no session row, or if a read after it finds no rows
+//	                 (2); after a race lost to Python's pop or with a corrupt newest row, a
+//	                 transaction under the session row's lock (3 or more)
 //	Clear         1  lock the session row, DELETE its items, DELETE it: one implicit transaction
 //	ReplaceItems  1  lock + upsert + DELETE + INSERT: one implicit transaction
 //	HistoryVersion
@@ -272,7 +274,8 @@
 // The one-statement pop deletes the newest row only if PostgreSQL's JSON
 // parser, which is strict RFC 8259 as this module's validator is, reads it
 // as an object holding at most 10000 brackets (the validator's depth
-// limit); a row that is not JSON fails the statement and deletes nothing.
+// limit), a filter on the one row the primary key finds for the newest
+// id; a row that is not JSON fails the statement and deletes nothing.
 // On a server whose encoding is not UTF-8, where text may hold bytes the
 // validator refuses, every pop takes the transaction, which decodes rows
 // in Go before deleting. Concurrent pops of this package queue on the

@@ -19,13 +19,16 @@ import (
 // at the top, which stay and are reported.
 //
 // The common case is two statements in one implicit transaction, one
-// round trip: the first locks the session row FOR UPDATE, as every write
-// of this package does (and as a Python insert's foreign key check waits
-// for); the second, whose snapshot is taken with the lock held, deletes
-// the session's newest row if PostgreSQL's JSON parser (strict RFC 8259,
-// as this module's validator is) reads it as an object within the
-// validator's depth limit, and returns it, or says the session is empty.
-// So the item popped is the newest when the pop takes effect. Everything
+// round trip: the first takes the session's advisory lock and then locks
+// the session row FOR UPDATE, as every write of this package does (and as
+// a Python insert's foreign key check waits for); the second, whose
+// snapshot is taken with the locks held, deletes the session's newest row
+// if PostgreSQL's JSON parser (strict RFC 8259, as this module's validator
+// is) reads it as an object within the validator's depth limit, and
+// returns it. So the item popped is the newest when the pop takes effect.
+// When it deletes nothing, a session that had no session row when the
+// locks were taken was empty then; a session with one is empty if a read
+// right after the pop finds no rows (a second round trip). Everything
 // else, a race lost to Python's pop (which takes no session lock) or a
 // corrupt newest row, goes to one transaction that takes the session
 // row's lock, reads down from the newest row to the newest valid one, and
@@ -62,8 +65,7 @@ func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 // errTrySlow sends PopItem to its transaction.
 var errTrySlow = errors.New("pop: take the slow path")
 
-// popFast runs lockKey, lockSession and popObject in one implicit
-// transaction. It
+// popFast runs popLock and popObject in one implicit transaction. It
 // returns ok == false and no error for an empty session, and errTrySlow
 // when it deleted nothing from a session that has rows, or when the server
 // refused the statement (a row that is not JSON fails the cast): nothing
@@ -75,26 +77,25 @@ func (s *Session) popFast(ctx context.Context) (session.Item, bool, error) {
 	}
 	defer c.Release()
 	var d decoder
-	empty := false
+	d.dec.Expect(1)
+	noSession := false
 	var b pgx.Batch
-	b.Queue(s.st.q.lockKey, s.sid)
-	b.Queue(s.st.q.lockSession, s.sid)
+	b.Queue(s.st.q.popLock, s.sid)
 	b.Queue(s.st.q.popObject, s.sid)
 	br := c.SendBatch(ctx, &b)
-	_, err = br.Exec()
+	rows, err := br.Query()
 	if err == nil {
-		_, err = br.Exec()
+		if rows.Next() {
+			noSession = rows.RawValues()[0] == nil
+		}
+		rows.Close()
+		err = rows.Err()
 	}
 	if err == nil {
-		var rows pgx.Rows
 		rows, err = br.Query()
 		if err == nil {
 			if rows.Next() {
-				if rows.RawValues()[0] == nil {
-					empty = true
-				} else {
-					err = d.scan(rows)
-				}
+				err = d.scan(rows)
 			}
 			rows.Close()
 			if err == nil {
@@ -111,10 +112,21 @@ func (s *Session) popFast(ctx context.Context) (session.Item, bool, error) {
 		return session.Item{}, false, errTrySlow
 	case err != nil:
 		return session.Item{}, false, err
-	case empty:
+	case d.read == 0 && noSession:
+		// No session row when the locks were taken, so no rows (the
+		// foreign key): the session was empty then, and nothing was
+		// deleted.
 		return session.Item{}, false, nil
 	case d.read == 0:
-		return session.Item{}, false, errTrySlow
+		// Nothing deleted from a session with a row: it is empty, or its
+		// newest row is not an object, or Python's pop took it first. A
+		// session without rows in a snapshot taken after the pop's commit
+		// (which deleted nothing) was empty then.
+		var has bool
+		if err := c.QueryRow(ctx, s.st.q.hasRows, s.sid).Scan(&has); err != nil || has {
+			return session.Item{}, false, errTrySlow
+		}
+		return session.Item{}, false, nil
 	case len(d.items) == 1:
 		return d.items[0], true, nil
 	}

@@ -31,7 +31,9 @@ type queries struct {
 	items         string // all rows, oldest first
 	latestTop     string // the newest rows, newest first
 	latest        string // a window of rows below a (created_at, id), newest first
+	popLock       string // lockKey and lockSession in one statement
 	popObject     string // deletes the newest row if it is a JSON object, returning it
+	hasRows       string // whether the session has rows
 	restore       string // puts a row back by id, with its created_at
 	deleteID      string // deletes one row by id, returning it
 	clearMessages string
@@ -127,23 +129,30 @@ func newQueries(o Options) *queries {
 	q.latestTop = `SELECT id, message_data FROM ` + m + oneSession + newestFirst + ` LIMIT $2`
 	q.latest = `SELECT id, message_data, created_at::text AS cursor_at FROM ` + m + oneSession +
 		` AND (created_at, id) < ($2::timestamp, $3::bigint)` + newestFirst + ` LIMIT $4`
+	// popLock is lockKey then lockSession in one statement (one fewer for
+	// the server to run in a pop's round trip), in that order: the
+	// subquery that takes the advisory lock produces the row whose
+	// projection evaluates the InitPlan that locks the session row. It
+	// returns NULL when there is no session row.
+	q.popLock = `SELECT (SELECT true FROM ` + s + ` WHERE session_id = $1 FOR UPDATE)
+	FROM (SELECT pg_advisory_xact_lock(hashtextextended('` + m + `:' || $1::text, 0)) OFFSET 0) AS k`
 	// popObject deletes the newest row only if PostgreSQL's json parser,
 	// which is strict RFC 8259 as session's validator is, reads it as one
-	// object with at most 10000 brackets (the validator's depth limit), so
-	// that it never deletes a row Go would call corrupt. A row that is not
+	// object with at most 10000 brackets (the validator's depth limit; a
+	// text of at most 10000 bytes cannot hold more, and octet_length is
+	// O(1)), so that it never deletes a row Go would call corrupt. A row that is not
 	// JSON makes the cast fail the statement (nothing deleted); one that is
-	// other JSON deletes nothing. The test runs on the one row the CTE
-	// picked, never on other rows. An empty session gives one row of
-	// NULLs, so that it needs no second look. It runs after lockSession,
-	// in the same transaction: its snapshot is taken once the lock is
-	// held, so the row it picks is the newest when the pop takes effect.
-	q.popObject = `WITH top AS (SELECT id, message_data FROM ` + m + oneSession + newestFirst + ` LIMIT 1),
-	del AS (DELETE FROM ` + m + ` AS m USING top WHERE m.id = top.id
-		AND json_typeof(top.message_data::json) = 'object'
-		AND length(top.message_data) - length(translate(top.message_data, '[{', '')) <= 10000
-		RETURNING m.id, m.message_data, m.created_at)
-	SELECT id::bigint, message_data, created_at::text FROM del
-	UNION ALL SELECT NULL::bigint, NULL::text, NULL::text WHERE NOT EXISTS (SELECT FROM top)`
+	// other JSON deletes nothing. The test is a filter on the one row the
+	// primary key finds for the id the InitPlan picked, never on other
+	// rows. It runs after popLock, in the same transaction: its snapshot is
+	// taken once the locks are held, so the row it picks is the newest
+	// when the pop takes effect.
+	q.popObject = `DELETE FROM ` + m + ` WHERE id = (SELECT id FROM ` + m + oneSession + newestFirst + ` LIMIT 1)
+	AND json_typeof(message_data::json) = 'object'
+	AND (octet_length(message_data) <= 10000
+		OR octet_length(message_data) - octet_length(translate(message_data, '[{', '')) <= 10000)
+	RETURNING id, message_data, created_at::text`
+	q.hasRows = `SELECT EXISTS (SELECT FROM ` + m + oneSession + `)`
 	q.restore = `INSERT INTO ` + m + ` (id, session_id, message_data, created_at) VALUES ($1::bigint, $2, $3, $4::timestamp)`
 	q.deleteID = `DELETE FROM ` + m + ` WHERE id = $1::bigint AND session_id = $2 RETURNING id, message_data`
 	q.clearMessages = `DELETE FROM ` + m + ` WHERE session_id = $1`

@@ -222,6 +222,41 @@ func TestPopCorruptNewest(t *testing.T) {
 	require.Empty(t, got)
 }
 
+// TestPopEmpty: a pop of a session without rows says so, whether the
+// session never had a session row, has one left by pops, or lost it to a
+// Clear; and it writes nothing.
+func TestPopEmpty(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, Options{})
+	s, err := st.Session("pop-empty")
+	require.NoError(t, err)
+	sessionRows := func() int {
+		var n int
+		require.NoError(t, st.Pool().QueryRow(ctx, `SELECT count(*) FROM `+st.q.sessions+` WHERE session_id = $1`, s.sid).Scan(&n))
+		return n
+	}
+	pop := func(want bool) {
+		t.Helper()
+		_, ok, err := s.PopItem(ctx)
+		require.NoError(t, err)
+		require.Equal(t, want, ok)
+	}
+	pop(false)
+	require.Equal(t, 0, sessionRows(), "an empty pop creates no session row")
+	require.NoError(t, s.AddItems(ctx, numbered("e", 0, 2)))
+	pop(true)
+	pop(true)
+	require.Equal(t, 1, sessionRows())
+	pop(false)
+	pop(false)
+	require.Equal(t, 1, sessionRows(), "the session row stays")
+	require.NoError(t, s.AddItems(ctx, numbered("e", 2, 3)))
+	require.NoError(t, s.Clear(ctx))
+	require.Equal(t, 0, sessionRows())
+	pop(false)
+	require.Empty(t, rawRows(t, st, s.id))
+}
+
 // TestLatestCorruptWindows: latest-N counts valid items only, however many
 // corrupt rows sit among the newest.
 func TestLatestCorruptWindows(t *testing.T) {
@@ -297,7 +332,8 @@ func TestLatestUsesIndex(t *testing.T) {
 			if testing.Verbose() {
 				t.Logf("%s:\n%s", mode, text)
 			}
-			require.Contains(t, text, "Index Scan Backward using "+st.q.orderIndex, "%s:\n%s", mode, text)
+			// An Index Scan, or an Index Only Scan for pop's id.
+			require.Contains(t, text, "Scan Backward using "+st.q.orderIndex, "%s:\n%s", mode, text)
 			require.NotContains(t, text, "Sort", "%s:\n%s", mode, text)
 		}
 		_, err = c.Exec(ctx, `DEALLOCATE latest_n`)
