@@ -40,7 +40,7 @@ func (h History) Operations() []porcupine.Operation {
 	for _, op := range h {
 		o := porcupine.Operation{ClientId: op.Client, Input: op.Input, Call: op.Call, Output: op.Output, Return: op.Return}
 		if op.Err != "" {
-			if op.Input.Kind == Items || op.Input.Kind == Latest {
+			if op.Input.Kind.read() {
 				continue
 			}
 			o.Output = Output{Unknown: true}
@@ -76,10 +76,10 @@ func Visualize(ops []porcupine.Operation, path string, timeout time.Duration) er
 	return porcupine.VisualizePath(Model, info, path)
 }
 
-func isRead(op porcupine.Operation) bool {
-	k := op.Input.(Input).Kind
-	return k == Items || k == Latest
-}
+// read reports whether operations of kind k change nothing.
+func (k Kind) read() bool { return k == Items || k == Latest || k == Follow }
+
+func isRead(op porcupine.Operation) bool { return op.Input.(Input).Kind.read() }
 
 // prefix returns the part of ops that a history cut at time t proves: the
 // operations that returned by t, plus the writes still running at t with
@@ -111,7 +111,7 @@ func observed(ops []porcupine.Operation) map[ID]bool {
 		for _, id := range o.Items {
 			seen[id] = true
 		}
-		if o.OK {
+		if o.OK && op.Input.(Input).Kind == PopItem {
 			seen[o.Popped] = true
 		}
 	}
@@ -127,9 +127,11 @@ func observed(ops []porcupine.Operation) map[ID]bool {
 //     empty (a Clear, or a PopItem or read that found nothing);
 //   - without each read that the violation does not need (a read changes
 //     nothing, so a linearization of the whole is one of the rest);
-//   - without each write none of whose items any output shows, when no
+//   - without each AddItems none of whose items any output shows, when no
 //     failed PopItem might have removed one of them (such a write, left
-//     out of a linearization, changes no output).
+//     out of a linearization, changes no output; a cursor stands for
+//     items a client saw, so none of them). AppendOnce stays: leaving one
+//     out changes what its retries must answer.
 //
 // Each check in it gets timeout; a reduction whose check times out is not
 // taken. It returns ops unchanged if they are linearizable.
@@ -224,8 +226,8 @@ func shrink(ops []porcupine.Operation, deadline time.Time, illegal func([]porcup
 	return ops
 }
 
-// emptied reports whether op leaves the session empty, whatever came
-// before: a Clear, or a PopItem or read that found it empty.
+// emptied reports whether op leaves the session without items, whatever
+// came before: a Clear, or a PopItem or read that found it empty.
 func emptied(op porcupine.Operation) bool {
 	in, out := op.Input.(Input), op.Output.(Output)
 	if out.Unknown {
@@ -240,6 +242,8 @@ func emptied(op porcupine.Operation) bool {
 		return len(out.Items) == 0
 	case Latest:
 		return in.N > 0 && len(out.Items) == 0
+	case Follow:
+		return in.N == 0 && !out.Lost && !out.Invalid && len(out.Items) == 0
 	}
 	return false
 }
@@ -248,7 +252,11 @@ func emptied(op porcupine.Operation) bool {
 // (no other overlaps it) and left the session empty, and that operation:
 // in any linearization, everything before it precedes it and everything
 // after follows, from an empty session as at the start. A failed operation
-// called before it might take effect after it, so it must have none.
+// called before it might take effect after it, so it must have none. The
+// operation ids AppendOnce carried out outlive the emptying, so no
+// operation id may be used on both sides of it. (A cursor from before it
+// is lost after it, as it is in a history that starts there: its last
+// item is unique and gone.)
 func sinceEmpty(ops []porcupine.Operation) []porcupine.Operation {
 	for i := len(ops) - 1; i >= 0; i-- {
 		e := ops[i]
@@ -262,7 +270,7 @@ func sinceEmpty(ops []porcupine.Operation) []porcupine.Operation {
 				break
 			}
 		}
-		if !alone {
+		if !alone || onceAcross(ops, e) {
 			continue
 		}
 		var out []porcupine.Operation
@@ -274,6 +282,23 @@ func sinceEmpty(ops []porcupine.Operation) []porcupine.Operation {
 		return out
 	}
 	return ops
+}
+
+// onceAcross reports whether an operation id of ops is used by an
+// AppendOnce before e and by one after it.
+func onceAcross(ops []porcupine.Operation, e porcupine.Operation) bool {
+	before := map[int]bool{}
+	for _, op := range ops {
+		if in := op.Input.(Input); in.Kind == AppendOnce && op.Call <= e.Return {
+			before[in.Op] = true
+		}
+	}
+	for _, op := range ops {
+		if in := op.Input.(Input); in.Kind == AppendOnce && op.Call > e.Return && before[in.Op] {
+			return true
+		}
+	}
+	return false
 }
 
 // Explain lists ops by call time, one a line: client, call and return in
