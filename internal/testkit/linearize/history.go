@@ -103,12 +103,19 @@ func prefix(ops []porcupine.Operation, t int64) []porcupine.Operation {
 	return out
 }
 
-// observed returns the IDs that some output of ops shows.
+// observed returns the IDs that some output of ops shows, or that a
+// cursor stands for.
 func observed(ops []porcupine.Operation) map[ID]bool {
 	seen := map[ID]bool{}
 	for _, op := range ops {
 		o := op.Output.(Output)
 		for _, id := range o.Items {
+			seen[id] = true
+		}
+		// A cursor stands for items an earlier Follow showed, which may
+		// have been dropped: without their writes, the cursor would be
+		// lost.
+		for _, id := range op.Input.(Input).Seen {
 			seen[id] = true
 		}
 		if o.OK && op.Input.(Input).Kind == PopItem {
@@ -127,11 +134,11 @@ func observed(ops []porcupine.Operation) map[ID]bool {
 //     empty (a Clear, or a PopItem or read that found nothing);
 //   - without each read that the violation does not need (a read changes
 //     nothing, so a linearization of the whole is one of the rest);
-//   - without each AddItems none of whose items any output shows, when no
-//     failed PopItem might have removed one of them (such a write, left
-//     out of a linearization, changes no output; a cursor stands for
-//     items a client saw, so none of them). AppendOnce stays: leaving one
-//     out changes what its retries must answer.
+//   - without each write none of whose items any output or cursor shows,
+//     when no failed PopItem might have removed one of them (such a write,
+//     left out of a linearization, changes no output); an AppendOnce goes
+//     with every call of its operation id (without one, a retry would
+//     have to append).
 //
 // Each check in it gets timeout; a reduction whose check times out is not
 // taken. It returns ops unchanged if they are linearizable.
@@ -207,17 +214,25 @@ func shrink(ops []porcupine.Operation, deadline time.Time, illegal func([]porcup
 		seen := observed(ops)
 		unobserved := func(op porcupine.Operation) bool {
 			in := op.Input.(Input)
-			return in.Kind == AddItems && !slices.ContainsFunc(in.Batch, func(id ID) bool { return seen[id] })
+			return (in.Kind == AddItems || in.Kind == AppendOnce) && !slices.ContainsFunc(in.Batch, func(id ID) bool { return seen[id] })
 		}
 		if c := slices.DeleteFunc(slices.Clone(ops), unobserved); len(c) < len(ops) && illegal(c) {
 			ops, changed = c, true
 			continue
 		}
-		for i := len(ops) - 1; i >= 0 && time.Now().Before(deadline); i-- {
+		for i := len(ops) - 1; i >= 0 && time.Now().Before(deadline); i = min(i, len(ops)) - 1 {
 			if !unobserved(ops[i]) {
 				continue
 			}
 			c := slices.Delete(slices.Clone(ops), i, i+1)
+			if in := ops[i].Input.(Input); in.Kind == AppendOnce {
+				// All calls of the operation go together: without one, a
+				// retry would have to append.
+				c = slices.DeleteFunc(slices.Clone(ops), func(op porcupine.Operation) bool {
+					o := op.Input.(Input)
+					return o.Kind == AppendOnce && o.Op == in.Op
+				})
+			}
 			if illegal(c) {
 				ops, changed = c, true
 			}
@@ -252,11 +267,8 @@ func emptied(op porcupine.Operation) bool {
 // (no other overlaps it) and left the session empty, and that operation:
 // in any linearization, everything before it precedes it and everything
 // after follows, from an empty session as at the start. A failed operation
-// called before it might take effect after it, so it must have none. The
-// operation ids AppendOnce carried out outlive the emptying, so no
-// operation id may be used on both sides of it. (A cursor from before it
-// is lost after it, as it is in a history that starts there: its last
-// item is unique and gone.)
+// called before it might take effect after it, so it must have none; nor
+// may across hold.
 func sinceEmpty(ops []porcupine.Operation) []porcupine.Operation {
 	for i := len(ops) - 1; i >= 0; i-- {
 		e := ops[i]
@@ -270,7 +282,7 @@ func sinceEmpty(ops []porcupine.Operation) []porcupine.Operation {
 				break
 			}
 		}
-		if !alone || onceAcross(ops, e) {
+		if !alone || across(ops, e) {
 			continue
 		}
 		var out []porcupine.Operation
@@ -284,18 +296,32 @@ func sinceEmpty(ops []porcupine.Operation) []porcupine.Operation {
 	return ops
 }
 
-// onceAcross reports whether an operation id of ops is used by an
-// AppendOnce before e and by one after it.
-func onceAcross(ops []porcupine.Operation, e porcupine.Operation) bool {
+// across reports whether a cut after e would separate what ops after it
+// need: an operation id AppendOnce uses on both sides of e (the ids
+// outlive the emptying), or a Follow after e whose cursor stands for items
+// written before it. (The cut is sound with the latter: the cursor is lost
+// after e, as in a history that starts there, where its items were never
+// written. But a counterexample with a cursor that stands for items no
+// operation wrote is hard to read.)
+func across(ops []porcupine.Operation, e porcupine.Operation) bool {
 	before := map[int]bool{}
+	after := map[ID]bool{}
 	for _, op := range ops {
-		if in := op.Input.(Input); in.Kind == AppendOnce && op.Call <= e.Return {
+		in := op.Input.(Input)
+		switch {
+		case in.Kind == AppendOnce && op.Call <= e.Return:
 			before[in.Op] = true
+		case (in.Kind == AddItems || in.Kind == AppendOnce) && op.Call > e.Return:
+			for _, id := range in.Batch {
+				after[id] = true
+			}
 		}
 	}
 	for _, op := range ops {
-		if in := op.Input.(Input); in.Kind == AppendOnce && op.Call > e.Return && before[in.Op] {
-			return true
+		if in := op.Input.(Input); op.Call > e.Return {
+			if in.Kind == AppendOnce && before[in.Op] || in.Kind == Follow && in.N > 0 && !after[in.Last] {
+				return true
+			}
 		}
 	}
 	return false

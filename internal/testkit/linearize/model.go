@@ -137,6 +137,9 @@ type Input struct {
 	// still begins with the N items the client saw exactly when its N-th
 	// item is Last.
 	Last ID `json:"l,omitempty"`
+	// Seen is, for Follow, the N items the cursor stands for. The model
+	// needs N and Last only; Minimize keeps the writes of these items.
+	Seen []ID `json:"s,omitempty"`
 	// Op is AppendOnce's operation (OnceOpID, OnceBatch).
 	Op int `json:"op,omitempty"`
 }

@@ -349,3 +349,41 @@ func TestModelAppendOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestMinimizeKeepsCursorItems: a position cursor hid a clear below it.
+// The minimized history keeps the write of the items the cursor stands
+// for, though the Follow that showed them goes: without that write, the
+// cursor would stand for items no operation wrote.
+func TestMinimizeKeepsCursorItems(t *testing.T) {
+	clear := Input{Kind: Clear}
+	cursor := follow(1, a1)
+	cursor.Seen = []ID{a1}
+	ops := []porcupine.Operation{
+		op(1, 0, 1, add(a1), Output{}),
+		op(2, 2, 3, follow(0, 0), read(a1)),
+		op(1, 4, 5, clear, Output{}),
+		op(1, 6, 7, add(b1), Output{}),
+		op(2, 8, 9, cursor, read()),
+	}
+	small := Minimize(ops, 10*time.Second, time.Second)
+	if check(small...) != porcupine.Illegal {
+		t.Fatal("the minimized history is linearizable")
+	}
+	written := map[ID]bool{}
+	for _, o := range small {
+		for _, id := range o.Input.(Input).Batch {
+			written[id] = true
+		}
+	}
+	for _, o := range small {
+		for _, id := range o.Input.(Input).Seen {
+			if !written[id] {
+				t.Fatalf("a cursor stands for %v, which no operation left writes:\n%s", id, Explain(small))
+			}
+		}
+	}
+	if len(small) >= len(ops) {
+		t.Fatalf("nothing dropped:\n%s", Explain(small))
+	}
+	t.Logf("%d operations left of %d:\n%s", len(small), len(ops), Explain(small))
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -179,7 +180,7 @@ func (cl *client) run(ctx context.Context, s session.Session, rng *rand.Rand, on
 		op.Call = Now()
 		err = session.Append(ctx, s, items)
 	case Follow:
-		op.Input = Input{Kind: Follow, N: len(cl.known)}
+		op.Input = Input{Kind: Follow, N: len(cl.known), Seen: slices.Clone(cl.known)}
 		if len(cl.known) > 0 {
 			op.Input.Last = cl.known[len(cl.known)-1]
 		}
