@@ -338,7 +338,7 @@ func campaign(t *testing.T, name string, record recordFunc, clients int, set set
 	if len(bad) > 0 {
 		report(t, name, bad, set.minimize, set.check)
 	}
-	follow := "native (session.Follower)"
+	follow := "its ItemsSince (a session.Follower)"
 	if !tl.caps.Has(session.CapFollow) {
 		follow = "session.ReadSince's fallback (not a session.Follower)"
 	}
