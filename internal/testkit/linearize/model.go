@@ -165,8 +165,10 @@ type Output struct {
 
 // state is the model's state: the session's items, oldest first, and the
 // operations AppendOnce carried out, sorted (they outlive Clear and
-// PopItem: semantics §1.3, session.OnceAppender). It is never modified
-// once made; Step returns new states.
+// PopItem: session.OnceAppender's documentation, "an operation that
+// happened stays happened"; docs/semantics.md §2.1 keeps Redis's in a hash
+// that Clear keeps). It is never modified once made; Step returns new
+// states.
 type state struct {
 	items []ID
 	ops   []int

@@ -158,7 +158,8 @@ var (
 
 // TestModelFollow: a cursor stands for the history its client saw last;
 // it is lost exactly when its last item is gone, and the zero cursor
-// never is (semantics §1.3, session.ErrCursorLost).
+// never is (session.ErrCursorLost, session.Follower, docs/semantics.md
+// §2.1).
 func TestModelFollow(t *testing.T) {
 	items, pop, clear := Input{Kind: Items}, Input{Kind: PopItem}, Input{Kind: Clear}
 	cases := []struct {
@@ -267,7 +268,7 @@ func TestModelFollow(t *testing.T) {
 }
 
 // TestModelAppendOnce: an operation id lands once per session, and Clear
-// and PopItem keep it (semantics §1.3, session.OnceAppender).
+// and PopItem keep it (session.OnceAppender).
 func TestModelAppendOnce(t *testing.T) {
 	items, pop, clear := Input{Kind: Items}, Input{Kind: PopItem}, Input{Kind: Clear}
 	b0, b1 := OnceBatch(0), OnceBatch(1) // one item, two
