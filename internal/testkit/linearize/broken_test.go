@@ -2,9 +2,14 @@ package linearize
 
 import (
 	"context"
+	"fmt"
 	"runtime"
+	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/agentsessions/sessions/session"
 )
@@ -38,21 +43,83 @@ func (s dropEvery) AddItems(ctx context.Context, items []session.Item) error {
 	return s.Session.AddItems(ctx, items)
 }
 
-// TestNegativeControls proves that the campaign can fail: on two broken
+// positionCursor is a broken follower: its cursor is the number of items
+// read, so a pop below the cursor that appends refilled is not reported
+// (the reader misses what replaced the items it saw). That is what a
+// follower of list positions does without the Redis adapter's marks.
+type positionCursor struct{ session.Session }
+
+func (s positionCursor) ItemsSince(ctx context.Context, cursor session.Cursor) ([]session.Item, session.Cursor, error) {
+	n := 0
+	if cursor != "" {
+		var err error
+		if n, err = strconv.Atoi(strings.TrimPrefix(string(cursor), "n")); err != nil {
+			return nil, cursor, fmt.Errorf("%w: %q", session.ErrInvalidCursor, string(cursor))
+		}
+	}
+	items, err := s.Items(ctx)
+	if err != nil {
+		return nil, cursor, err
+	}
+	if len(items) < n {
+		return nil, cursor, session.ErrCursorLost // only a history shorter than the cursor
+	}
+	if len(items) == n {
+		return nil, cursor, nil
+	}
+	return items[n:], session.Cursor("n" + strconv.Itoa(len(items))), nil
+}
+
+// checkThenAppend is a broken once-appender: it looks the operation id up,
+// appends, and only then records it, so concurrent retries all append.
+type checkThenAppend struct {
+	session.Session
+	mu   *sync.Mutex
+	done map[string]bool
+}
+
+func (s checkThenAppend) AddItemsOnce(ctx context.Context, opID string, items []session.Item) (bool, error) {
+	s.mu.Lock()
+	done := s.done[opID]
+	s.mu.Unlock()
+	if done {
+		return false, nil
+	}
+	runtime.Gosched()
+	if err := s.Session.AddItems(ctx, items); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	s.done[opID] = true
+	s.mu.Unlock()
+	return true, nil
+}
+
+// TestNegativeControls proves that the campaign can fail: on four broken
 // sessions over the memory backend, it must find a history that is not
 // linearizable.
 func TestNegativeControls(t *testing.T) {
 	set := current()
 	set.histories = max(set.histories, 10)
 	set.pace = 0 // as busy as it gets
+	// The counterexample is for reading: the test asserts only that the
+	// checker finds one, and minimizing under -race took most of its time.
+	set.minimize = min(set.minimize, 2*time.Second)
 	controls := []struct {
 		name string
 		wrap func(session.Session) session.Session
+		// needs is the capability the broken session must offer, for its
+		// flaw to be exercised (zero: none).
+		needs session.Capability
 	}{
-		{"split-batches", func(s session.Session) session.Session { return splitBatches{s} }},
+		{"split-batches", func(s session.Session) session.Session { return splitBatches{s} }, 0},
 		{"drop-every-20th", func(s session.Session) session.Session {
 			return dropEvery{Session: s, n: 20, count: new(atomic.Int64)}
-		}},
+		}, 0},
+		{"follow-by-position", func(s session.Session) session.Session { return positionCursor{s} }, session.CapFollow},
+		{"once-check-then-append", func(s session.Session) session.Session {
+			return checkThenAppend{Session: s, mu: new(sync.Mutex), done: map[string]bool{}}
+		}, session.CapAppendOnce},
 	}
 	for _, c := range controls {
 		t.Run(c.name, func(t *testing.T) {
@@ -65,6 +132,9 @@ func TestNegativeControls(t *testing.T) {
 				return c.wrap(s), nil
 			}, nil)
 			tl := campaign(t, "control-"+c.name, record, 8, set)
+			if c.needs != 0 && !tl.caps.Has(c.needs) {
+				t.Fatalf("the broken session does not offer %v (session.Probe: %v)", c.needs, tl.caps)
+			}
 			if tl.illegal == 0 {
 				t.Fatalf("the checker found all %d histories of a broken session linearizable", tl.histories)
 			}

@@ -4,7 +4,23 @@
 //
 // Model is the sequential specification: a session is a list of items, and
 // the operations are AddItems(batch), Items, Latest(n), PopItem and Clear
-// (session.Append, All, Latest, Pop and Clear). Record runs concurrent
+// (session.Append, All, Latest, Pop and Clear), Follow and AppendOnce.
+//
+// Follow is session.ReadSince from the cursor the client's last Follow
+// returned. Its Input says what that cursor stands for: how many items
+// that Follow saw in all, and the last of them; the model answers the
+// items after them, or session.ErrCursorLost exactly when that item is no
+// longer there (a pop of it or below it, a clear), as docs/semantics.md
+// states it; the zero cursor is never lost. AppendOnce is
+// session.AppendOnce: the model's state also holds the operation ids
+// carried out, which Clear and PopItem keep; a call with one of them
+// appends nothing and reports false. Operation n always carries the batch
+// OnceBatch(n), so that the clients of Record, in one process or several,
+// retry each other's operations, concurrently too. Record runs AppendOnce
+// only on a session.OnceAppender; Follow runs on every session
+// (ReadSince's fallback where it is not a session.Follower).
+//
+// Record runs concurrent
 // clients against a real session and records what each call saw, with
 // call and return times from the system-wide monotonic clock, so that
 // histories recorded by several processes on one machine can be merged.
@@ -13,8 +29,8 @@
 // and Explain and Visualize show it.
 //
 // Every item a history writes is unique (its client and sequence number
-// are its content), so the checker never has to guess which write a read
-// saw. A write that returned an error may or may not have happened: it is
+// are its content; an AppendOnce batch's are its operation's, which lands
+// once), so the checker never has to guess which write a read saw. A write that returned an error may or may not have happened: it is
 // recorded with an unknown output and a return time of infinity, so the
 // checker may place it anywhere after its call, including after every
 // other operation (not happened). A read that failed is left out: it

@@ -40,7 +40,7 @@ func (h History) Operations() []porcupine.Operation {
 	for _, op := range h {
 		o := porcupine.Operation{ClientId: op.Client, Input: op.Input, Call: op.Call, Output: op.Output, Return: op.Return}
 		if op.Err != "" {
-			if op.Input.Kind == Items || op.Input.Kind == Latest {
+			if op.Input.Kind.read() {
 				continue
 			}
 			o.Output = Output{Unknown: true}
@@ -76,10 +76,10 @@ func Visualize(ops []porcupine.Operation, path string, timeout time.Duration) er
 	return porcupine.VisualizePath(Model, info, path)
 }
 
-func isRead(op porcupine.Operation) bool {
-	k := op.Input.(Input).Kind
-	return k == Items || k == Latest
-}
+// read reports whether operations of kind k change nothing.
+func (k Kind) read() bool { return k == Items || k == Latest || k == Follow }
+
+func isRead(op porcupine.Operation) bool { return op.Input.(Input).Kind.read() }
 
 // prefix returns the part of ops that a history cut at time t proves: the
 // operations that returned by t, plus the writes still running at t with
@@ -103,7 +103,8 @@ func prefix(ops []porcupine.Operation, t int64) []porcupine.Operation {
 	return out
 }
 
-// observed returns the IDs that some output of ops shows.
+// observed returns the IDs that some output of ops shows, or that a
+// cursor stands for.
 func observed(ops []porcupine.Operation) map[ID]bool {
 	seen := map[ID]bool{}
 	for _, op := range ops {
@@ -111,7 +112,13 @@ func observed(ops []porcupine.Operation) map[ID]bool {
 		for _, id := range o.Items {
 			seen[id] = true
 		}
-		if o.OK {
+		// A cursor stands for items an earlier Follow showed, which may
+		// have been dropped: without their writes, the cursor would be
+		// lost.
+		for _, id := range op.Input.(Input).Seen {
+			seen[id] = true
+		}
+		if o.OK && op.Input.(Input).Kind == PopItem {
 			seen[o.Popped] = true
 		}
 	}
@@ -127,9 +134,11 @@ func observed(ops []porcupine.Operation) map[ID]bool {
 //     empty (a Clear, or a PopItem or read that found nothing);
 //   - without each read that the violation does not need (a read changes
 //     nothing, so a linearization of the whole is one of the rest);
-//   - without each write none of whose items any output shows, when no
-//     failed PopItem might have removed one of them (such a write, left
-//     out of a linearization, changes no output).
+//   - without each write none of whose items any output or cursor shows,
+//     when no failed PopItem might have removed one of them (such a write,
+//     left out of a linearization, changes no output); an AppendOnce goes
+//     with every call of its operation id (without one, a retry would
+//     have to append).
 //
 // Each check in it gets timeout; a reduction whose check times out is not
 // taken. It returns ops unchanged if they are linearizable.
@@ -205,17 +214,25 @@ func shrink(ops []porcupine.Operation, deadline time.Time, illegal func([]porcup
 		seen := observed(ops)
 		unobserved := func(op porcupine.Operation) bool {
 			in := op.Input.(Input)
-			return in.Kind == AddItems && !slices.ContainsFunc(in.Batch, func(id ID) bool { return seen[id] })
+			return (in.Kind == AddItems || in.Kind == AppendOnce) && !slices.ContainsFunc(in.Batch, func(id ID) bool { return seen[id] })
 		}
 		if c := slices.DeleteFunc(slices.Clone(ops), unobserved); len(c) < len(ops) && illegal(c) {
 			ops, changed = c, true
 			continue
 		}
-		for i := len(ops) - 1; i >= 0 && time.Now().Before(deadline); i-- {
+		for i := len(ops) - 1; i >= 0 && time.Now().Before(deadline); i = min(i, len(ops)) - 1 {
 			if !unobserved(ops[i]) {
 				continue
 			}
 			c := slices.Delete(slices.Clone(ops), i, i+1)
+			if in := ops[i].Input.(Input); in.Kind == AppendOnce {
+				// All calls of the operation go together: without one, a
+				// retry would have to append.
+				c = slices.DeleteFunc(slices.Clone(ops), func(op porcupine.Operation) bool {
+					o := op.Input.(Input)
+					return o.Kind == AppendOnce && o.Op == in.Op
+				})
+			}
 			if illegal(c) {
 				ops, changed = c, true
 			}
@@ -224,8 +241,8 @@ func shrink(ops []porcupine.Operation, deadline time.Time, illegal func([]porcup
 	return ops
 }
 
-// emptied reports whether op leaves the session empty, whatever came
-// before: a Clear, or a PopItem or read that found it empty.
+// emptied reports whether op leaves the session without items, whatever
+// came before: a Clear, or a PopItem or read that found it empty.
 func emptied(op porcupine.Operation) bool {
 	in, out := op.Input.(Input), op.Output.(Output)
 	if out.Unknown {
@@ -240,6 +257,8 @@ func emptied(op porcupine.Operation) bool {
 		return len(out.Items) == 0
 	case Latest:
 		return in.N > 0 && len(out.Items) == 0
+	case Follow:
+		return in.N == 0 && !out.Lost && !out.Invalid && len(out.Items) == 0
 	}
 	return false
 }
@@ -248,7 +267,8 @@ func emptied(op porcupine.Operation) bool {
 // (no other overlaps it) and left the session empty, and that operation:
 // in any linearization, everything before it precedes it and everything
 // after follows, from an empty session as at the start. A failed operation
-// called before it might take effect after it, so it must have none.
+// called before it might take effect after it, so it must have none; nor
+// may across hold.
 func sinceEmpty(ops []porcupine.Operation) []porcupine.Operation {
 	for i := len(ops) - 1; i >= 0; i-- {
 		e := ops[i]
@@ -262,7 +282,7 @@ func sinceEmpty(ops []porcupine.Operation) []porcupine.Operation {
 				break
 			}
 		}
-		if !alone {
+		if !alone || across(ops, e) {
 			continue
 		}
 		var out []porcupine.Operation
@@ -274,6 +294,37 @@ func sinceEmpty(ops []porcupine.Operation) []porcupine.Operation {
 		return out
 	}
 	return ops
+}
+
+// across reports whether a cut after e would separate what ops after it
+// need: an operation id AppendOnce uses on both sides of e (the ids
+// outlive the emptying), or a Follow after e whose cursor stands for items
+// written before it. (The cut is sound with the latter: the cursor is lost
+// after e, as in a history that starts there, where its items were never
+// written. But a counterexample with a cursor that stands for items no
+// operation wrote is hard to read.)
+func across(ops []porcupine.Operation, e porcupine.Operation) bool {
+	before := map[int]bool{}
+	after := map[ID]bool{}
+	for _, op := range ops {
+		in := op.Input.(Input)
+		switch {
+		case in.Kind == AppendOnce && op.Call <= e.Return:
+			before[in.Op] = true
+		case (in.Kind == AddItems || in.Kind == AppendOnce) && op.Call > e.Return:
+			for _, id := range in.Batch {
+				after[id] = true
+			}
+		}
+	}
+	for _, op := range ops {
+		if in := op.Input.(Input); op.Call > e.Return {
+			if in.Kind == AppendOnce && before[in.Op] || in.Kind == Follow && in.N > 0 && !after[in.Last] {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Explain lists ops by call time, one a line: client, call and return in

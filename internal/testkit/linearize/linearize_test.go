@@ -63,8 +63,9 @@ func stamp() string {
 }
 
 // recordFunc records one history on the fresh session id and returns it
-// with the number of faults injected meanwhile.
-type recordFunc func(t *testing.T, id string, cfg Config) (History, int)
+// with the number of faults injected meanwhile and what the session
+// offers (session.Probe: AppendOnce runs only where it is offered).
+type recordFunc func(t *testing.T, id string, cfg Config) (History, int, session.Capabilities)
 
 // target is one backend under one fault.
 type target struct {
@@ -115,13 +116,14 @@ type injector func(progress *atomic.Int64, total int64, done <-chan struct{}) in
 // plain records on the sessions open returns, with inject (if not nil)
 // running meanwhile.
 func plain(open opener, inject injector) recordFunc {
-	return func(t *testing.T, id string, cfg Config) (History, int) {
+	return func(t *testing.T, id string, cfg Config) (History, int, session.Capabilities) {
 		s, err := open(id)
 		if err != nil {
 			t.Fatalf("open session: %v", err)
 		}
+		caps := session.Probe(s)
 		if inject == nil {
-			return Record(context.Background(), s, cfg), 0
+			return Record(context.Background(), s, cfg), 0, caps
 		}
 		var progress atomic.Int64
 		cfg.Progress = &progress
@@ -130,7 +132,7 @@ func plain(open opener, inject injector) recordFunc {
 		go func() { faults <- inject(&progress, int64(cfg.Clients*cfg.Ops), done) }()
 		h := Record(context.Background(), s, cfg)
 		close(done)
-		return h, <-faults
+		return h, <-faults, caps
 	}
 }
 
@@ -277,8 +279,29 @@ func targets() []target {
 // tally is what a campaign checked.
 type tally struct {
 	histories, ops, ambiguous, faults int
+	follows, lost                     int // Follow operations, and those that found the cursor lost
+	once, retried                     int // AppendOnce operations, and those that answered false
 	illegal, unknown                  int
 	checking                          time.Duration
+	caps                              session.Capabilities
+}
+
+// count adds the Follow and AppendOnce operations of h to tl.
+func (tl *tally) count(h History) {
+	for _, op := range h {
+		switch op.Input.Kind {
+		case Follow:
+			tl.follows++
+			if op.Output.Lost {
+				tl.lost++
+			}
+		case AppendOnce:
+			tl.once++
+			if op.Err == "" && !op.Output.OK {
+				tl.retried++
+			}
+		}
+	}
 }
 
 // campaign records and checks set.histories histories of clients clients
@@ -291,7 +314,9 @@ func campaign(t *testing.T, name string, record recordFunc, clients int, set set
 	prefix := "lz-" + stamp()
 	for h := range set.histories {
 		cfg := Config{Clients: clients, Ops: set.ops[clients], Seed: uint64(time.Now().UnixNano()), Pace: set.pace * float64(clients)}
-		hist, faults := record(t, prefix+"-"+strconv.Itoa(h), cfg)
+		hist, faults, caps := record(t, prefix+"-"+strconv.Itoa(h), cfg)
+		tl.caps = caps
+		tl.count(hist)
 		ops := hist.Operations()
 		began := time.Now()
 		res := Check(ops, set.check)
@@ -313,8 +338,16 @@ func campaign(t *testing.T, name string, record recordFunc, clients int, set set
 	if len(bad) > 0 {
 		report(t, name, bad, set.minimize, set.check)
 	}
-	t.Logf("RESULT backend=%s clients=%d histories=%d ops=%d ambiguous=%d faults=%d illegal=%d timeouts=%d checking=%v",
-		name, clients, tl.histories, tl.ops, tl.ambiguous, tl.faults, tl.illegal, tl.unknown, tl.checking.Round(time.Millisecond))
+	follow := "its ItemsSince (a session.Follower)"
+	if !tl.caps.Has(session.CapFollow) {
+		follow = "session.ReadSince's fallback (not a session.Follower)"
+	}
+	t.Logf("%s: Follow through %s", name, follow)
+	if !tl.caps.Has(session.CapAppendOnce) {
+		t.Logf("%s: AppendOnce skipped: the session is not a session.OnceAppender (session.Probe: %v)", name, tl.caps)
+	}
+	t.Logf("RESULT backend=%s clients=%d histories=%d ops=%d follow=%d lost=%d once=%d retried=%d ambiguous=%d faults=%d illegal=%d timeouts=%d checking=%v",
+		name, clients, tl.histories, tl.ops, tl.follows, tl.lost, tl.once, tl.retried, tl.ambiguous, tl.faults, tl.illegal, tl.unknown, tl.checking.Round(time.Millisecond))
 	return tl
 }
 
@@ -364,6 +397,9 @@ func TestLinearizable(t *testing.T) {
 					tl := campaign(t, tg.name(), tg.start(t, clients), clients, set)
 					if tl.illegal > 0 {
 						t.Errorf("%s with %d clients: %d of %d histories are not linearizable", tg.name(), clients, tl.illegal, tl.histories)
+					}
+					if tl.follows == 0 || tl.caps.Has(session.CapAppendOnce) && tl.once == 0 {
+						t.Errorf("%s with %d clients: %d Follow and %d AppendOnce operations: the mix did not check them", tg.name(), clients, tl.follows, tl.once)
 					}
 				})
 			}

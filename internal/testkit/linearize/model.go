@@ -27,9 +27,16 @@ const (
 	PopItem
 	// Clear deletes every item (session.Clear).
 	Clear
+	// Follow reads the items after the client's cursor
+	// (session.ReadSince), or finds the cursor lost.
+	Follow
+	// AppendOnce appends a batch under an operation id unless a batch with
+	// that id was appended before (session.AppendOnce).
+	AppendOnce
 )
 
-var kindNames = [...]string{AddItems: "AddItems", Items: "Items", Latest: "Latest", PopItem: "PopItem", Clear: "Clear"}
+var kindNames = [...]string{AddItems: "AddItems", Items: "Items", Latest: "Latest", PopItem: "PopItem", Clear: "Clear",
+	Follow: "Follow", AppendOnce: "AppendOnce"}
 
 // String returns the operation's name.
 func (k Kind) String() string {
@@ -100,11 +107,41 @@ func ParseIDs(items []session.Item) []ID {
 	return out
 }
 
+// OnceClient is the client number of the items of AppendOnce batches:
+// the batch of an operation id is the same whoever appends it (OnceBatch),
+// so that a retry, by any client of any process, carries the same items.
+const OnceClient = 1 << 20
+
+// OnceBatch returns the batch of operation op: 1 to 3 items, by op.
+func OnceBatch(op int) []ID {
+	b := make([]ID, 1+op%3)
+	for i := range b {
+		b[i] = MakeID(OnceClient, 3*op+i)
+	}
+	return b
+}
+
+// OnceOpID returns the operation id (session.AppendOnce's opID) of op.
+func OnceOpID(op int) string { return "op" + strconv.Itoa(op) }
+
 // Input is what an operation was asked to do.
 type Input struct {
 	Kind  Kind `json:"k"`
-	Batch []ID `json:"b,omitempty"` // AddItems: the batch
-	N     int  `json:"n,omitempty"` // Latest: how many
+	Batch []ID `json:"b,omitempty"` // AddItems, AppendOnce: the batch
+	// N is how many items Latest reads; for Follow, how many items the
+	// client's cursor stands for: the whole history as its previous Follow
+	// saw it (0: the zero cursor).
+	N int `json:"n,omitempty"`
+	// Last is, for Follow with N > 0, the last item the cursor stands for.
+	// Items are unique and never move while they stay, so the history
+	// still begins with the N items the client saw exactly when its N-th
+	// item is Last.
+	Last ID `json:"l,omitempty"`
+	// Seen is, for Follow, the N items the cursor stands for. The model
+	// needs N and Last only; Minimize keeps the writes of these items.
+	Seen []ID `json:"s,omitempty"`
+	// Op is AppendOnce's operation (OnceOpID, OnceBatch).
+	Op int `json:"op,omitempty"`
 }
 
 // Output is what an operation returned.
@@ -113,16 +150,43 @@ type Output struct {
 	// is unknown (a write), or it showed nothing (a read; such operations
 	// are left out of the history).
 	Unknown bool `json:"u,omitempty"`
-	// Items are what Items and Latest returned.
+	// Items are what Items, Latest and Follow returned.
 	Items []ID `json:"i,omitempty"`
-	// Popped and OK are what PopItem returned.
+	// Popped and OK are what PopItem returned; OK is also AppendOnce's
+	// result (true: this call appended).
 	Popped ID   `json:"p,omitempty"`
 	OK     bool `json:"ok,omitempty"`
+	// Lost is set for a Follow that returned session.ErrCursorLost.
+	Lost bool `json:"lost,omitempty"`
+	// Invalid is set for a Follow that returned session.ErrInvalidCursor
+	// for the cursor the session gave: never right.
+	Invalid bool `json:"inv,omitempty"`
 }
 
-// state is the model's state: the session's items, oldest first. It is
-// never modified once made; Step returns new states.
-type state []ID
+// state is the model's state: the session's items, oldest first, and the
+// operations AppendOnce carried out, sorted (they outlive Clear and
+// PopItem: session.OnceAppender's documentation, "an operation that
+// happened stays happened"; docs/semantics.md §2.1 keeps Redis's in a hash
+// that Clear keeps). It is never modified once made; Step returns new
+// states.
+type state struct {
+	items []ID
+	ops   []int
+}
+
+func (s state) appended(batch []ID) state {
+	next := make([]ID, len(s.items), len(s.items)+len(batch))
+	copy(next, s.items)
+	return state{items: append(next, batch...), ops: s.ops}
+}
+
+// cursorIntact reports whether the history still begins with the n items
+// a cursor stands for, the last of them last: the zero cursor is never
+// lost, and any other is lost once its last item is gone (a pop of it or
+// below it, a clear), even if the history grew back past it.
+func (s state) cursorIntact(n int, last ID) bool {
+	return n == 0 || n <= len(s.items) && s.items[n-1] == last
+}
 
 func step(st, in, out any) (bool, any) {
 	s := st.(state)
@@ -130,42 +194,71 @@ func step(st, in, out any) (bool, any) {
 	o := out.(Output)
 	switch i.Kind {
 	case AddItems:
-		next := make(state, len(s), len(s)+len(i.Batch))
-		copy(next, s)
-		return true, append(next, i.Batch...)
+		return true, s.appended(i.Batch)
 	case Items:
-		return !o.Unknown && slices.Equal(s, o.Items), s
+		return !o.Unknown && slices.Equal(s.items, o.Items), s
 	case Latest:
-		from := max(0, len(s)-i.N)
-		return !o.Unknown && slices.Equal(s[from:], o.Items), s
-	case PopItem:
-		if o.Unknown {
-			if len(s) == 0 {
-				return true, s
-			}
-			return true, s[:len(s)-1]
-		}
-		if !o.OK {
-			return len(s) == 0, s
-		}
-		if len(s) == 0 || s[len(s)-1] != o.Popped {
+		from := max(0, len(s.items)-i.N)
+		return !o.Unknown && slices.Equal(s.items[from:], o.Items), s
+	case Follow:
+		if o.Unknown || o.Invalid {
 			return false, s
 		}
-		return true, s[:len(s)-1]
+		intact := s.cursorIntact(i.N, i.Last)
+		if o.Lost {
+			return !intact, s
+		}
+		return intact && slices.Equal(s.items[i.N:], o.Items), s
+	case PopItem:
+		n := len(s.items)
+		if o.Unknown {
+			if n == 0 {
+				return true, s
+			}
+			return true, state{items: s.items[:n-1], ops: s.ops}
+		}
+		if !o.OK {
+			return n == 0, s
+		}
+		if n == 0 || s.items[n-1] != o.Popped {
+			return false, s
+		}
+		return true, state{items: s.items[:n-1], ops: s.ops}
 	case Clear:
-		return true, state(nil)
+		return true, state{ops: s.ops}
+	case AppendOnce:
+		at, done := slices.BinarySearch(s.ops, i.Op)
+		if done {
+			// A retry: it appends nothing and reports false, even if
+			// its outcome is unknown.
+			return o.Unknown || !o.OK, s
+		}
+		if !o.Unknown && !o.OK {
+			return false, s
+		}
+		next := s.appended(i.Batch)
+		next.ops = slices.Insert(slices.Clone(s.ops), at, i.Op)
+		return true, next
 	}
 	return false, s
 }
 
 func hashState(st any) uint64 {
+	s := st.(state)
 	h := fnv.New64a()
 	var b [8]byte
-	for _, id := range st.(state) {
+	put := func(v uint64) {
 		for k := range b {
-			b[k] = byte(uint64(id) >> (8 * k))
+			b[k] = byte(v >> (8 * k))
 		}
 		_, _ = h.Write(b[:])
+	}
+	for _, id := range s.items {
+		put(uint64(id))
+	}
+	put(^uint64(0))
+	for _, op := range s.ops {
+		put(uint64(op))
 	}
 	return h.Sum64()
 }
@@ -191,6 +284,13 @@ func Describe(in Input, out Output) string {
 		call = "AddItems(" + describeIDs(in.Batch) + ")"
 	case Latest:
 		call = "Latest(" + strconv.Itoa(in.N) + ")"
+	case Follow:
+		call = "Follow(start)"
+		if in.N > 0 {
+			call = "Follow(after " + strconv.Itoa(in.N) + " items, last " + in.Last.String() + ")"
+		}
+	case AppendOnce:
+		call = "AppendOnce(" + OnceOpID(in.Op) + ", " + describeIDs(in.Batch) + ")"
 	default:
 		call = in.Kind.String() + "()"
 	}
@@ -200,6 +300,19 @@ func Describe(in Input, out Output) string {
 	switch in.Kind {
 	case Items, Latest:
 		return call + " -> " + describeIDs(out.Items)
+	case Follow:
+		switch {
+		case out.Invalid:
+			return call + " -> invalid cursor"
+		case out.Lost:
+			return call + " -> cursor lost"
+		}
+		return call + " -> " + describeIDs(out.Items)
+	case AppendOnce:
+		if !out.OK {
+			return call + " -> false (done before)"
+		}
+		return call + " -> true"
 	case PopItem:
 		if !out.OK {
 			return call + " -> empty"
@@ -211,19 +324,32 @@ func Describe(in Input, out Output) string {
 
 // Model is the sequential specification of one session as a list of items.
 var Model = porcupine.Model{
-	Init:  func() any { return state(nil) },
-	Step:  step,
-	Equal: func(a, b any) bool { return slices.Equal(a.(state), b.(state)) },
-	Hash:  hashState,
+	Init: func() any { return state{} },
+	Step: step,
+	Equal: func(a, b any) bool {
+		x, y := a.(state), b.(state)
+		return slices.Equal(x.items, y.items) && slices.Equal(x.ops, y.ops)
+	},
+	Hash: hashState,
 	DescribeOperation: func(in, out any) string {
 		return Describe(in.(Input), out.(Output))
 	},
 	DescribeState: func(st any) string {
 		s := st.(state)
-		if len(s) > 12 {
-			return fmt.Sprintf("%d items, newest %s", len(s), describeIDs(s[len(s)-12:]))
+		var d string
+		if len(s.items) > 12 {
+			d = fmt.Sprintf("%d items, newest %s", len(s.items), describeIDs(s.items[len(s.items)-12:]))
+		} else {
+			d = describeIDs(s.items)
 		}
-		return describeIDs(s)
+		if len(s.ops) > 0 {
+			ops := make([]string, len(s.ops))
+			for k, op := range s.ops {
+				ops[k] = OnceOpID(op)
+			}
+			d += " done: " + strings.Join(ops, " ")
+		}
+		return d
 	},
 	DescribeOperationMetadata: func(m any) string {
 		if m == nil {

@@ -1,6 +1,7 @@
 package linearize
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -140,6 +141,250 @@ func TestMinimize(t *testing.T) {
 	}
 	if len(small) > 5 {
 		t.Fatalf("%d operations left of %d:\n%s", len(small), len(ops), Explain(small))
+	}
+	t.Logf("%d operations left of %d:\n%s", len(small), len(ops), Explain(small))
+}
+
+func follow(n int, last ID) Input { return Input{Kind: Follow, N: n, Last: last} }
+
+var lost = Output{Lost: true}
+
+func once(op int) Input { return Input{Kind: AppendOnce, Op: op, Batch: OnceBatch(op)} }
+
+var (
+	appended = Output{OK: true}
+	retried  = Output{}
+)
+
+// TestModelFollow: a cursor stands for the history its client saw last;
+// it is lost exactly when its last item is gone, and the zero cursor
+// never is (session.ErrCursorLost, session.Follower, docs/semantics.md
+// §2.1).
+func TestModelFollow(t *testing.T) {
+	items, pop, clear := Input{Kind: Items}, Input{Kind: PopItem}, Input{Kind: Clear}
+	cases := []struct {
+		name string
+		ops  []porcupine.Operation
+		want porcupine.CheckResult
+	}{
+		{"from the start, then what is new", []porcupine.Operation{
+			op(1, 0, 1, add(a1), Output{}),
+			op(2, 2, 3, follow(0, 0), read(a1)),
+			op(1, 4, 5, add(a2, b1), Output{}),
+			op(2, 6, 7, follow(1, a1), read(a2, b1)),
+			op(2, 8, 9, follow(3, b1), read()),
+		}, porcupine.Ok},
+		{"an item read twice", []porcupine.Operation{
+			op(1, 0, 1, add(a1, a2), Output{}),
+			op(2, 2, 3, follow(0, 0), read(a1, a2)),
+			op(1, 4, 5, add(b1), Output{}),
+			op(2, 6, 7, follow(2, a2), read(a2, b1)),
+		}, porcupine.Illegal},
+		{"an item missed", []porcupine.Operation{
+			op(1, 0, 1, add(a1), Output{}),
+			op(2, 2, 3, follow(0, 0), read(a1)),
+			op(1, 4, 5, add(a2, b1), Output{}),
+			op(2, 6, 7, follow(1, a1), read(b1)),
+		}, porcupine.Illegal},
+		{"a pop after the cursor keeps it", []porcupine.Operation{
+			op(1, 0, 1, add(a1), Output{}),
+			op(2, 2, 3, follow(0, 0), read(a1)),
+			op(1, 4, 5, add(a2), Output{}),
+			op(1, 6, 7, pop, popped(a2)),
+			op(1, 8, 9, add(b1), Output{}),
+			op(2, 10, 11, follow(1, a1), read(b1)),
+		}, porcupine.Ok},
+		{"a pop after the cursor reported as lost", []porcupine.Operation{
+			op(1, 0, 1, add(a1), Output{}),
+			op(2, 2, 3, follow(0, 0), read(a1)),
+			op(1, 4, 5, add(a2), Output{}),
+			op(1, 6, 7, pop, popped(a2)),
+			op(2, 10, 11, follow(1, a1), lost),
+		}, porcupine.Illegal},
+		{"a pop of the cursor's item is reported", []porcupine.Operation{
+			op(1, 0, 1, add(a1, a2), Output{}),
+			op(2, 2, 3, follow(0, 0), read(a1, a2)),
+			op(1, 4, 5, pop, popped(a2)),
+			op(2, 6, 7, follow(2, a2), lost),
+		}, porcupine.Ok},
+		{"a pop of the cursor's item hidden", []porcupine.Operation{
+			op(1, 0, 1, add(a1, a2), Output{}),
+			op(2, 2, 3, follow(0, 0), read(a1, a2)),
+			op(1, 4, 5, pop, popped(a2)),
+			op(2, 6, 7, follow(2, a2), read()),
+		}, porcupine.Illegal},
+		{"a pop below the cursor hidden once the history grew back", []porcupine.Operation{
+			op(1, 0, 1, add(a1, a2), Output{}),
+			op(2, 2, 3, follow(0, 0), read(a1, a2)),
+			op(1, 4, 5, pop, popped(a2)),
+			op(1, 6, 7, pop, popped(a1)),
+			op(1, 8, 9, add(b1, b2, MakeID(2, 2)), Output{}),
+			op(2, 10, 11, follow(2, a2), read(MakeID(2, 2))),
+		}, porcupine.Illegal},
+		{"a clear is reported", []porcupine.Operation{
+			op(1, 0, 1, add(a1), Output{}),
+			op(2, 2, 3, follow(0, 0), read(a1)),
+			op(1, 4, 5, clear, Output{}),
+			op(1, 6, 7, add(a2), Output{}),
+			op(2, 8, 9, follow(1, a1), lost),
+			op(2, 10, 11, follow(0, 0), read(a2)),
+		}, porcupine.Ok},
+		{"a clear hidden", []porcupine.Operation{
+			op(1, 0, 1, add(a1), Output{}),
+			op(2, 2, 3, follow(0, 0), read(a1)),
+			op(1, 4, 5, clear, Output{}),
+			op(1, 6, 7, add(a2), Output{}),
+			op(2, 8, 9, follow(1, a1), read(a2)),
+		}, porcupine.Illegal},
+		{"the zero cursor is never lost, even across a clear", []porcupine.Operation{
+			op(1, 0, 1, add(a1), Output{}),
+			op(1, 2, 3, clear, Output{}),
+			op(2, 4, 5, follow(0, 0), lost),
+		}, porcupine.Illegal},
+		{"a lost cursor where nothing changed", []porcupine.Operation{
+			op(1, 0, 1, add(a1), Output{}),
+			op(2, 2, 3, follow(0, 0), read(a1)),
+			op(2, 4, 5, follow(1, a1), lost),
+		}, porcupine.Illegal},
+		{"an invalid cursor is never right", []porcupine.Operation{
+			op(2, 0, 1, follow(0, 0), Output{Invalid: true}),
+		}, porcupine.Illegal},
+		{"a pop overlapping the follow: lost or not, by the order", []porcupine.Operation{
+			op(1, 0, 1, add(a1, a2), Output{}),
+			op(2, 2, 3, follow(0, 0), read(a1, a2)),
+			op(1, 4, 10, pop, popped(a2)),
+			op(2, 5, 6, follow(2, a2), read()),
+			op(2, 7, 8, follow(2, a2), lost),
+			op(2, 11, 12, items, read(a1)),
+		}, porcupine.Ok},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := check(c.ops...); got != c.want {
+				t.Fatalf("Check = %v, want %v\n%s", got, c.want, Explain(c.ops))
+			}
+		})
+	}
+}
+
+// TestModelAppendOnce: an operation id lands once per session, and Clear
+// and PopItem keep it (session.OnceAppender).
+func TestModelAppendOnce(t *testing.T) {
+	items, pop, clear := Input{Kind: Items}, Input{Kind: PopItem}, Input{Kind: Clear}
+	b0, b1 := OnceBatch(0), OnceBatch(1) // one item, two
+	cases := []struct {
+		name string
+		ops  []porcupine.Operation
+		want porcupine.CheckResult
+	}{
+		{"a retry appends nothing", []porcupine.Operation{
+			op(1, 0, 1, once(1), appended),
+			op(2, 2, 3, once(1), retried),
+			op(1, 4, 5, items, read(b1...)),
+		}, porcupine.Ok},
+		{"a retry appended again", []porcupine.Operation{
+			op(1, 0, 1, once(1), appended),
+			op(2, 2, 3, once(1), appended),
+		}, porcupine.Illegal},
+		{"a retry's items seen twice", []porcupine.Operation{
+			op(1, 0, 1, once(0), appended),
+			op(2, 2, 3, once(0), retried),
+			op(1, 4, 5, items, read(b0[0], b0[0])),
+		}, porcupine.Illegal},
+		{"concurrent retries: exactly one appends", []porcupine.Operation{
+			op(1, 0, 10, once(1), retried),
+			op(2, 0, 10, once(1), appended),
+			op(3, 0, 10, once(1), retried),
+			op(1, 11, 12, items, read(b1...)),
+		}, porcupine.Ok},
+		{"concurrent retries: none appends", []porcupine.Operation{
+			op(1, 0, 10, once(1), retried),
+			op(2, 0, 10, once(1), retried),
+		}, porcupine.Illegal},
+		{"the first call reports false", []porcupine.Operation{
+			op(1, 0, 1, once(1), retried),
+		}, porcupine.Illegal},
+		{"a failed call landed: the retry is false", []porcupine.Operation{
+			op(1, 0, Never, once(1), Output{}),
+			op(1, 5, 6, once(1), retried),
+			op(2, 7, 8, items, read(b1...)),
+		}, porcupine.Ok},
+		{"a failed call did not land: the retry appends", []porcupine.Operation{
+			op(1, 0, Never, once(1), Output{}),
+			op(2, 2, 3, items, read()),
+			op(1, 5, 6, once(1), appended),
+			op(2, 7, 8, items, read(b1...)),
+		}, porcupine.Ok},
+		{"the id outlives a clear", []porcupine.Operation{
+			op(1, 0, 1, once(0), appended),
+			op(1, 2, 3, clear, Output{}),
+			op(2, 4, 5, once(0), retried),
+			op(2, 6, 7, items, read()),
+		}, porcupine.Ok},
+		{"the id forgotten at a clear", []porcupine.Operation{
+			op(1, 0, 1, once(0), appended),
+			op(1, 2, 3, clear, Output{}),
+			op(2, 4, 5, once(0), appended),
+		}, porcupine.Illegal},
+		{"the id outlives a pop of its batch", []porcupine.Operation{
+			op(1, 0, 1, once(0), appended),
+			op(1, 2, 3, pop, popped(b0[0])),
+			op(2, 4, 5, once(0), appended),
+		}, porcupine.Illegal},
+		{"ids are per operation", []porcupine.Operation{
+			op(1, 0, 1, once(0), appended),
+			op(2, 2, 3, once(1), appended),
+			op(2, 4, 5, items, read(append(slices.Clone(b0), b1...)...)),
+		}, porcupine.Ok},
+		{"a batch split", []porcupine.Operation{
+			op(1, 0, 10, once(1), appended),
+			op(2, 0, 10, add(a1), Output{}),
+			op(2, 11, 12, items, read(b1[0], a1, b1[1])),
+		}, porcupine.Illegal},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := check(c.ops...); got != c.want {
+				t.Fatalf("Check = %v, want %v\n%s", got, c.want, Explain(c.ops))
+			}
+		})
+	}
+}
+
+// TestMinimizeKeepsCursorItems: a position cursor hid a clear below it.
+// The minimized history keeps the write of the items the cursor stands
+// for, though the Follow that showed them goes: without that write, the
+// cursor would stand for items no operation wrote.
+func TestMinimizeKeepsCursorItems(t *testing.T) {
+	clear := Input{Kind: Clear}
+	cursor := follow(1, a1)
+	cursor.Seen = []ID{a1}
+	ops := []porcupine.Operation{
+		op(1, 0, 1, add(a1), Output{}),
+		op(2, 2, 3, follow(0, 0), read(a1)),
+		op(1, 4, 5, clear, Output{}),
+		op(1, 6, 7, add(b1), Output{}),
+		op(2, 8, 9, cursor, read()),
+	}
+	small := Minimize(ops, 10*time.Second, time.Second)
+	if check(small...) != porcupine.Illegal {
+		t.Fatal("the minimized history is linearizable")
+	}
+	written := map[ID]bool{}
+	for _, o := range small {
+		for _, id := range o.Input.(Input).Batch {
+			written[id] = true
+		}
+	}
+	for _, o := range small {
+		for _, id := range o.Input.(Input).Seen {
+			if !written[id] {
+				t.Fatalf("a cursor stands for %v, which no operation left writes:\n%s", id, Explain(small))
+			}
+		}
+	}
+	if len(small) >= len(ops) {
+		t.Fatalf("nothing dropped:\n%s", Explain(small))
 	}
 	t.Logf("%d operations left of %d:\n%s", len(small), len(ops), Explain(small))
 }

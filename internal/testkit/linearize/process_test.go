@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentsessions/sessions/adapters"
+	"github.com/agentsessions/sessions/session"
 )
 
 // The child process's environment.
@@ -144,7 +145,16 @@ func processes(t *testing.T, dsn string, procs, clients int) recordFunc {
 			t.Fatalf("child process did not start: %v", err)
 		}
 	}
-	return func(t *testing.T, id string, cfg Config) (History, int) {
+	st, err := adapters.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return func(t *testing.T, id string, cfg Config) (History, int, session.Capabilities) {
+		probe, err := st.Session(id)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for p, c := range children {
 			if _, err := fmt.Fprintf(c.stdin, "RUN %s %d %d %g\n", id, cfg.Ops, cfg.Seed+uint64(p), cfg.Pace); err != nil {
 				t.Fatalf("child process: %v", err)
@@ -162,6 +172,6 @@ func processes(t *testing.T, dsn string, procs, clients int) recordFunc {
 			}
 			all = append(all, h...)
 		}
-		return all, 0
+		return all, 0, session.Probe(probe)
 	}
 }

@@ -2,7 +2,9 @@ package linearize
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,7 +31,10 @@ type Config struct {
 	// Progress, if not nil, counts the operations done, for a fault
 	// injector that acts at a point of the history.
 	Progress *atomic.Int64
-	// Mix weighs the operations; the zero Mix means DefaultMix.
+	// Mix weighs the operations; the zero Mix means DefaultMix. Record
+	// does not choose AppendOnce on a session that is not a
+	// session.OnceAppender (session.Probe): it has no fallback. Follow
+	// runs on every session: session.ReadSince has one.
 	Mix Mix
 	// Pace, when positive, has each client pause after each operation for
 	// a random time up to Pace times its mean operation latency (a moving
@@ -43,15 +48,18 @@ type Config struct {
 }
 
 // Mix weighs the operations clients choose, by Kind.
-type Mix [5]int
+type Mix [7]int
 
 // DefaultMix is the mix of the campaign. Reads are frequent, and Items is
 // a third of them: each read prunes the orders of the concurrent writes
 // the checker must consider, and a full read prunes them all, which keeps
 // checking histories of slow, overlapping writes (SQLite's, under
-// contention) feasible. Pops and short Latest reads look at the end of
-// the list, where writers race; clears are rare.
-var DefaultMix = Mix{AddItems: 30, Items: 20, Latest: 25, PopItem: 22, Clear: 3}
+// contention) feasible; so does a Follow that finds its cursor intact (it
+// shows the whole history: what the cursor stands for and what follows).
+// Pops and short Latest reads look at the end of the list, where writers
+// race, and pops make cursors lost; clears are rare. Half of the
+// AppendOnce calls retry a recent operation id (see Record).
+var DefaultMix = Mix{AddItems: 24, Items: 16, Latest: 20, PopItem: 20, Clear: 3, Follow: 12, AppendOnce: 8}
 
 func (m Mix) pick(rng *rand.Rand) Kind {
 	total := 0
@@ -65,10 +73,39 @@ func (m Mix) pick(rng *rand.Rand) Kind {
 		}
 		r -= w
 	}
-	return Clear
+	return AppendOnce
 }
 
 var latestNs = [...]int{1, 2, 3, 5, 10}
+
+// client is what one client of Record keeps between its operations.
+type client struct {
+	id  int
+	seq int // items written
+	// cursor is the cursor its last Follow returned, and known the
+	// history that Follow saw (what the cursor stands for).
+	cursor session.Cursor
+	known  []ID
+	// retry is the operation id of its last AppendOnce if that failed
+	// (-1: none): its next AppendOnce retries it, as a caller that lost
+	// the answer does.
+	retry int
+}
+
+// onceOps hands out AppendOnce's operations: a fresh one, or one of the
+// latest two handed out, likely still running at another client, so that
+// retries run concurrently too. Processes recording one session each have
+// their own, from 0: the same operation in two of them is a retry across
+// processes, with the same batch (OnceBatch).
+type onceOps struct{ next atomic.Int64 }
+
+func (o *onceOps) pick(rng *rand.Rand) int {
+	n := o.next.Load()
+	if n == 0 || rng.IntN(2) == 0 {
+		return int(o.next.Add(1) - 1)
+	}
+	return int(n - 1 - rng.Int64N(min(n, 2)))
+}
 
 // Record runs cfg.Clients clients against s at once, each running cfg.Ops
 // random operations, and returns what they did and saw.
@@ -82,20 +119,23 @@ func Record(ctx context.Context, s session.Session, cfg Config) History {
 	if cfg.Mix == (Mix{}) {
 		cfg.Mix = DefaultMix
 	}
+	if !session.Probe(s).Has(session.CapAppendOnce) {
+		cfg.Mix[AppendOnce] = 0
+	}
 	var (
-		mu  sync.Mutex
-		out = make(History, 0, cfg.Clients*cfg.Ops)
-		wg  sync.WaitGroup
+		mu   sync.Mutex
+		out  = make(History, 0, cfg.Clients*cfg.Ops)
+		wg   sync.WaitGroup
+		once onceOps
 	)
 	for c := range cfg.Clients {
-		client := cfg.FirstClient + c
+		cl := &client{id: cfg.FirstClient + c, retry: -1}
 		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(cfg.Seed, uint64(client)))
+			rng := rand.New(rand.NewPCG(cfg.Seed, uint64(cl.id)))
 			mine := make(History, 0, cfg.Ops)
-			seq := 0
 			var mean float64 // moving average of the latency, ns
 			for range cfg.Ops {
-				op := runOne(ctx, s, client, &seq, rng, cfg.Mix.pick(rng), cfg.Timeout)
+				op := cl.run(ctx, s, rng, &once, cfg.Mix.pick(rng), cfg.Timeout)
 				mine = append(mine, op)
 				if mean == 0 {
 					mean = float64(op.Return - op.Call)
@@ -121,10 +161,10 @@ func Record(ctx context.Context, s session.Session, cfg Config) History {
 	return out
 }
 
-func runOne(ctx context.Context, s session.Session, client int, seq *int, rng *rand.Rand, kind Kind, timeout time.Duration) Op {
+func (cl *client) run(ctx context.Context, s session.Session, rng *rand.Rand, once *onceOps, kind Kind, timeout time.Duration) Op {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	op := Op{Client: client}
+	op := Op{Client: cl.id}
 	var err error
 	switch kind {
 	case AddItems:
@@ -132,13 +172,51 @@ func runOne(ctx context.Context, s session.Session, client int, seq *int, rng *r
 		op.Input = Input{Kind: AddItems, Batch: make([]ID, n)}
 		items := make([]session.Item, n)
 		for i := range n {
-			id := MakeID(client, *seq)
-			*seq++
+			id := MakeID(cl.id, cl.seq)
+			cl.seq++
 			op.Input.Batch[i] = id
 			items[i] = id.Item()
 		}
 		op.Call = Now()
 		err = session.Append(ctx, s, items)
+	case Follow:
+		op.Input = Input{Kind: Follow, N: len(cl.known), Seen: slices.Clone(cl.known)}
+		if len(cl.known) > 0 {
+			op.Input.Last = cl.known[len(cl.known)-1]
+		}
+		op.Call = Now()
+		var items []session.Item
+		var next session.Cursor
+		items, next, err = session.ReadSince(ctx, s, cl.cursor)
+		switch {
+		case errors.Is(err, session.ErrCursorLost):
+			err = nil
+			op.Output.Lost = true
+			cl.cursor, cl.known = "", nil // read again from the start
+		case errors.Is(err, session.ErrInvalidCursor):
+			err = nil
+			op.Output.Invalid = true
+			cl.cursor, cl.known = "", nil
+		case err == nil:
+			op.Output.Items = ParseIDs(items)
+			cl.cursor, cl.known = next, append(cl.known, op.Output.Items...)
+		}
+	case AppendOnce:
+		n := cl.retry
+		if n < 0 {
+			n = once.pick(rng)
+		}
+		op.Input = Input{Kind: AppendOnce, Op: n, Batch: OnceBatch(n)}
+		items := make([]session.Item, len(op.Input.Batch))
+		for i, id := range op.Input.Batch {
+			items[i] = id.Item()
+		}
+		op.Call = Now()
+		op.Output.OK, err = session.AppendOnce(ctx, s, OnceOpID(n), items)
+		cl.retry = -1
+		if err != nil {
+			cl.retry = n
+		}
 	case Items:
 		op.Input = Input{Kind: Items}
 		op.Call = Now()
