@@ -18,7 +18,11 @@ type Cursor string
 // returned. Nothing is read; the reader reads the whole history again
 // (ReadSince with the zero Cursor). A pop of items the reader never saw is
 // not reported: they are simply not there to read. The zero Cursor is
-// never lost.
+// never lost. A store that bounds what it remembers of pops may report a
+// cursor lost early, never late: Redis's native layout does for a cursor
+// older than its last some 200 pops at rising positions (see
+// adapters/redis); the reader then reads the whole history again, as after
+// any loss.
 var ErrCursorLost = errors.New("session: history changed at or before the cursor")
 
 // Follower is implemented by sessions that read only what was appended

@@ -236,9 +236,9 @@
 //	              the MULTI of its second round trip); deleted when the list is created and by
 //	              every replace, and with the metadata by Clear, expiry and RemoveSession
 //	follow_marks  for the pops still relevant, "d,l" pairs: pop number d (since the epoch
-//	              began) removed index l; the last d is the pop count. At most 200 bytes of
-//	              them: beyond that the two oldest are merged, which can only report a cursor
-//	              lost early
+//	              began) removed index l; the last d is the pop count. At most 2000 bytes of
+//	              them (some 200 marks): beyond that the two oldest are merged, which can only
+//	              report a cursor lost early, and only one older than those pops
 //
 // A cursor is intact while the epoch is its own and no pop since removed
 // an index below its last readable item; otherwise ItemsSince returns

@@ -90,9 +90,10 @@ local function record_pop(off)
 end
 `
 
-// maxMarksBytes bounds the marks' text (some 20 marks of short numbers),
-// as Lua source.
-const maxMarksBytes = "200"
+// maxMarksBytes bounds the marks' text (some 200 marks of short numbers),
+// as Lua source: a cursor is reported lost early only once it is older
+// than that many pops at rising indices (see TestCursorLostEarlyBound).
+const maxMarksBytes = "2000"
 
 // nativePopSrc is popSrc recording the pop (the index removed is the
 // list's length after it); KEYS[2] must be the metadata hash.

@@ -107,7 +107,9 @@ func TestFollowManyPops(t *testing.T) {
 	history := first
 	var cursors []session.Cursor
 	var lens []int
-	for i := 0; i < 3*40; i++ { // appends two, pops one: every pop one index higher
+	// More pops than the marks' 2000 bytes hold.
+	const rounds = 300
+	for i := 0; i < rounds; i++ { // appends two, pops one: every pop one index higher
 		two := followItems(fmt.Sprintf("c%d", i), 2)
 		require.NoError(t, s.AddItems(ctx, two))
 		_, ok, err := s.PopItem(ctx)
@@ -120,8 +122,8 @@ func TestFollowManyPops(t *testing.T) {
 	}
 	marks, err := s.st.client.HGet(ctx, s.keys[1], marksField).Result()
 	require.NoError(t, err)
-	require.LessOrEqual(t, len(marks), 200, "marks are bounded: %q", marks)
-	require.Less(t, strings.Count(marks, " ")+1, 3*40, "marks were merged: %q", marks)
+	require.LessOrEqual(t, len(marks), 2000, "marks are bounded: %q", marks)
+	require.Less(t, strings.Count(marks, " ")+1, rounds, "marks were merged: %q", marks)
 	readSince(t, s, start, history[1:], "the first item was never popped: the first cursor reads the rest")
 
 	// Pop down to every cursor's last item in turn, newest first: each is
@@ -141,6 +143,41 @@ func TestFollowManyPops(t *testing.T) {
 	}
 	require.Equal(t, len(history), lens[len(lens)-6])
 	readSince(t, s, start, history[1:], "the first cursor still reads the rest")
+}
+
+// TestCursorLostEarlyBound: the early report session.ErrCursorLost allows
+// comes only past the documented bound. A cursor after 12 items (one pop
+// recorded before it) survives 150 rounds of 2 appends and a pop, each pop
+// at a higher index than the last (each leaves a mark), while its items
+// stay the first of the history. With marks of 200 bytes it was reported
+// lost at round 35 (found by the linearizability campaign).
+func TestCursorLostEarlyBound(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t, standaloneClient(t), Options{KeyPrefix: uniquePrefix(t)})
+	s, err := st.Session("early")
+	require.NoError(t, err)
+	require.NoError(t, s.AddItems(ctx, followItems("a", 10)))
+	_, _, err = s.ItemsSince(ctx, "") // starts the epoch
+	require.NoError(t, err)
+	_, ok, err := s.PopItem(ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, s.AddItems(ctx, followItems("b", 3)))
+	seen, cursor, err := s.ItemsSince(ctx, "")
+	require.NoError(t, err)
+	require.Len(t, seen, 12)
+	for round := 1; round <= 150; round++ {
+		require.NoError(t, s.AddItems(ctx, followItems(fmt.Sprintf("r%d", round), 2)))
+		_, ok, err := s.PopItem(ctx)
+		require.NoError(t, err)
+		require.True(t, ok)
+		got, _, err := s.ItemsSince(ctx, cursor)
+		require.NoError(t, err, "round %d: the cursor's 12 items are still the first", round)
+		require.Len(t, got, round, "round %d", round)
+	}
+	all, err := s.Items(ctx)
+	require.NoError(t, err)
+	require.Equal(t, itemTexts(seen), itemTexts(all[:12]))
 }
 
 // TestFollowOldSession: a native session written before the follow fields
