@@ -206,6 +206,13 @@ func BenchmarkLatest50(b *testing.B) {
 	}
 }
 
+// rawSchemaPop is the tightest raw pop on the adapter's tables: one
+// DELETE ... RETURNING of the session's newest row, in the range form.
+func rawSchemaPop(q *queries) string {
+	return `DELETE FROM ` + q.messages + ` WHERE id = (SELECT id FROM ` + q.messages + `
+		WHERE session_id >= $1 AND session_id <= $1 ORDER BY session_id DESC, created_at DESC, id DESC LIMIT 1) RETURNING message_data`
+}
+
 // BenchmarkPop pops the newest item of a session of a few thousand, each
 // side its own session.
 func BenchmarkPop(b *testing.B) {
@@ -221,8 +228,7 @@ func BenchmarkPop(b *testing.B) {
 	seedRaw(b, st, raw, "raw-pop", n)
 	rawPop := `DELETE FROM ` + raw + ` WHERE id = (SELECT id FROM ` + raw + `
 		WHERE session_id >= $1 AND session_id <= $1 ORDER BY session_id DESC, id DESC LIMIT 1) RETURNING message_data`
-	schemaPop := `DELETE FROM ` + q.messages + ` WHERE id = (SELECT id FROM ` + q.messages + `
-		WHERE session_id >= $1 AND session_id <= $1 ORDER BY session_id DESC, created_at DESC, id DESC LIMIT 1) RETURNING message_data`
+	schemaPop := rawSchemaPop(q)
 	popOne := func(query, sid string) {
 		var data string
 		if err := pool.QueryRow(ctx, query, sid).Scan(&data); err != nil {
@@ -311,8 +317,7 @@ func BenchmarkPopFloor(b *testing.B) {
 	for _, sid := range []string{"floor-lib", "floor-raw", "floor-locked", "floor-checked"} {
 		seed(b, st, sid, n)
 	}
-	schemaPop := `DELETE FROM ` + q.messages + ` WHERE id = (SELECT id FROM ` + q.messages + `
-		WHERE session_id >= $1 AND session_id <= $1 ORDER BY session_id DESC, created_at DESC, id DESC LIMIT 1) RETURNING message_data`
+	schemaPop := rawSchemaPop(q)
 	// batch sends the statements, each with the one argument sid, and
 	// scans the last one's first column into a string.
 	batch := func(sid string, stmts ...string) func() {

@@ -156,34 +156,18 @@ func TestItemsSinceCorrupt(t *testing.T) {
 func TestItemsSinceUsesIndex(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t, Options{})
-	for _, q := range []string{
-		`INSERT INTO ` + st.q.sessions + ` (session_id) SELECT 's' || g FROM generate_series(1, 500) AS g`,
-		`INSERT INTO ` + st.q.messages + ` (session_id, message_data, created_at) SELECT 's7', '{}', timestamp '2026-01-01' + (g / 20) * interval '1 second' FROM generate_series(1, 10000) AS g`,
-		`INSERT INTO ` + st.q.messages + ` (session_id, message_data) SELECT 's' || (g % 500 + 1), '{}' FROM generate_series(1, 5000) AS g`,
-		`ANALYZE ` + st.q.messages,
-	} {
-		_, err := st.Pool().Exec(ctx, q)
-		require.NoError(t, err)
-	}
-	c, err := st.Pool().Acquire(ctx)
-	require.NoError(t, err)
-	defer c.Release()
-	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+	c := planConn(t, st,
+		`INSERT INTO `+st.q.sessions+` (session_id) SELECT 's' || g FROM generate_series(1, 500) AS g`,
+		`INSERT INTO `+st.q.messages+` (session_id, message_data, created_at) SELECT 's7', '{}', timestamp '2026-01-01' + (g / 20) * interval '1 second' FROM generate_series(1, 10000) AS g`,
+		`INSERT INTO `+st.q.messages+` (session_id, message_data) SELECT 's' || (g % 500 + 1), '{}' FROM generate_series(1, 5000) AS g`,
+		`ANALYZE `+st.q.messages)
+	for _, mode := range planModes {
 		_, err := c.Exec(ctx, `SET plan_cache_mode = `+mode)
 		require.NoError(t, err)
 		_, err = c.Exec(ctx, `PREPARE since(text, timestamp, bigint, bigint) AS `+st.q.since)
 		require.NoError(t, err)
 		for _, from := range []string{`'2026-01-01 00:08:19', 9996, 1000`, `'-infinity', -9223372036854775808, 1000`} {
-			rows, err := c.Query(ctx, `EXPLAIN EXECUTE since('s7', `+from+`)`)
-			require.NoError(t, err)
-			var plan []string
-			for rows.Next() {
-				var line string
-				require.NoError(t, rows.Scan(&line))
-				plan = append(plan, line)
-			}
-			require.NoError(t, rows.Err())
-			text := strings.Join(plan, "\n")
+			text := explainText(t, c, `EXPLAIN EXECUTE since('s7', `+from+`)`)
 			t.Logf("%s, from %s:\n%s", mode, from, text)
 			require.Contains(t, text, "Index Scan using "+st.q.orderIndex)
 			require.NotContains(t, text, "Sort")
@@ -192,7 +176,7 @@ func TestItemsSinceUsesIndex(t *testing.T) {
 		_, err = c.Exec(ctx, `DEALLOCATE since`)
 		require.NoError(t, err)
 	}
-	_, err = c.Exec(ctx, `RESET plan_cache_mode`)
+	_, err := c.Exec(ctx, `RESET plan_cache_mode`)
 	require.NoError(t, err)
 
 	s, _ := st.Session("s7")

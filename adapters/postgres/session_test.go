@@ -286,35 +286,17 @@ func TestLatestCorruptWindows(t *testing.T) {
 func TestLatestUsesIndex(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t, Options{})
-	for _, q := range []string{
-		`INSERT INTO ` + st.q.sessions + ` (session_id) SELECT 's' || g FROM generate_series(1, 500) AS g`,
+	c := planConn(t, st,
+		`INSERT INTO `+st.q.sessions+` (session_id) SELECT 's' || g FROM generate_series(1, 500) AS g`,
 		// The large session holds most of the table, and its rows are
 		// the oldest: a walk down the primary key from the newest row
 		// would cross every row of every other session. Its rows come in
 		// batches of 20 sharing a created_at, as batches do.
-		`INSERT INTO ` + st.q.messages + ` (session_id, message_data, created_at) SELECT 's7', '{}', timestamp '2026-01-01' + (g / 20) * interval '1 second' FROM generate_series(1, 30000) AS g`,
-		`INSERT INTO ` + st.q.messages + ` (session_id, message_data) SELECT 's' || (g % 500 + 1), '{}' FROM generate_series(1, 5000) AS g`,
-		`ANALYZE ` + st.q.messages,
-	} {
-		_, err := st.Pool().Exec(ctx, q)
-		require.NoError(t, err)
-	}
-	c, err := st.Pool().Acquire(ctx)
-	require.NoError(t, err)
-	defer c.Release()
-	explain := func(q string) string {
-		rows, err := c.Query(ctx, q)
-		require.NoError(t, err)
-		var plan []string
-		for rows.Next() {
-			var line string
-			require.NoError(t, rows.Scan(&line))
-			plan = append(plan, line)
-		}
-		require.NoError(t, rows.Err())
-		return strings.Join(plan, "\n")
-	}
-	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		`INSERT INTO `+st.q.messages+` (session_id, message_data, created_at) SELECT 's7', '{}', timestamp '2026-01-01' + (g / 20) * interval '1 second' FROM generate_series(1, 30000) AS g`,
+		`INSERT INTO `+st.q.messages+` (session_id, message_data) SELECT 's' || (g % 500 + 1), '{}' FROM generate_series(1, 5000) AS g`,
+		`ANALYZE `+st.q.messages)
+	explain := func(q string) string { return explainText(t, c, q) }
+	for _, mode := range planModes {
 		_, err := c.Exec(ctx, `SET plan_cache_mode = `+mode)
 		require.NoError(t, err)
 		_, err = c.Exec(ctx, `PREPARE latest_n(text, timestamp, bigint, bigint) AS `+st.q.latest)
@@ -343,7 +325,7 @@ func TestLatestUsesIndex(t *testing.T) {
 		_, err = c.Exec(ctx, `DEALLOCATE top_n`)
 		require.NoError(t, err)
 	}
-	_, err = c.Exec(ctx, `RESET plan_cache_mode`)
+	_, err := c.Exec(ctx, `RESET plan_cache_mode`)
 	require.NoError(t, err)
 }
 
