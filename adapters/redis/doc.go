@@ -115,8 +115,9 @@
 // a server that has not cached the script costs one more (EVALSHA answers
 // NOSCRIPT without running anything, and the script is sent with EVAL).
 //
-// Atomicity: a batch is one command (RPUSHX) or one script, and Redis
-// runs either without interleaving any other command, so concurrent
+// Atomicity: a batch is one command (RPUSHX), one script, or one
+// MULTI/EXEC (a native commit, see Checkpoints), and Redis runs each
+// without interleaving any other command, so concurrent
 // writers (other goroutines, clients, processes) never interleave inside a
 // batch and there is no optimistic retry. A script's writes are not rolled
 // back if it fails midway, so the write scripts do the write that can fail
