@@ -20,7 +20,7 @@ type Cursor string
 // not reported: they are simply not there to read. The zero Cursor is
 // never lost. A store that bounds what it remembers of pops may report a
 // cursor lost early, never late: Redis's native layout does for a cursor
-// older than its last some 200 pops at rising positions (see
+// older than about the last 200 pops at rising positions (see
 // adapters/redis); the reader then reads the whole history again, as after
 // any loss.
 var ErrCursorLost = errors.New("session: history changed at or before the cursor")
