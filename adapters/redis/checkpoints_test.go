@@ -678,3 +678,39 @@ func TestCheckpointVersionDigits(t *testing.T) {
 		})
 	}
 }
+
+// TestAppendWithCheckpointOutOfMemoryWritesNothing: the native commit's
+// RPUSH runs inside MULTI/EXEC before the script that may trim it off, so
+// it must never land alone. A server out of memory refuses the whole
+// transaction at EXEC, before the RPUSH runs (a private server, its
+// maxmemory set below what it uses, noeviction).
+func TestAppendWithCheckpointOutOfMemoryWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	srv := testservers.NewRedisServer(t)
+	o, err := goredis.ParseURL(srv.URL())
+	require.NoError(t, err)
+	c := goredis.NewClient(o)
+	t.Cleanup(func() { _ = c.Close() })
+	st := newStore(t, c, Options{KeyPrefix: uniquePrefix(t)})
+	s, err := st.Session("oom")
+	require.NoError(t, err)
+	require.NoError(t, s.AddItems(ctx, conformance.Numbered("a", 3)))
+	v, err := s.AppendWithCheckpoint(ctx, conformance.Numbered("b", 2), "run", []byte(`{"n":1}`), 0)
+	require.NoError(t, err)
+	keys := sessionAllKeys(s)
+	before := dumpKeys(t, c, keys)
+
+	require.NoError(t, c.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err())
+	require.NoError(t, c.ConfigSet(ctx, "maxmemory", "1").Err())
+	_, err = s.AppendWithCheckpoint(ctx, conformance.Numbered("c", 2), "run", []byte(`{"n":2}`), v)
+	require.NoError(t, c.ConfigSet(ctx, "maxmemory", "0").Err())
+	require.Error(t, err, "the server is out of memory")
+	require.Contains(t, err.Error(), "OOM")
+	require.Equal(t, before, dumpKeys(t, c, keys), "nothing written: not the batch without its checkpoint")
+
+	_, err = s.AppendWithCheckpoint(ctx, conformance.Numbered("c", 2), "run", []byte(`{"n":2}`), v)
+	require.NoError(t, err, "with memory again the same commit lands")
+	got, err := s.Items(ctx)
+	require.NoError(t, err)
+	require.Len(t, got, 7)
+}
