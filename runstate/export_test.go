@@ -1,5 +1,12 @@
 package runstate
 
+import (
+	"slices"
+
+	"github.com/agentsessions/sessions/history"
+	"github.com/agentsessions/sessions/session"
+)
+
 // Test-only access to unexported helpers and state; compiled into the
 // package's tests only, so the package's API stays what a loop author calls.
 
@@ -9,7 +16,6 @@ var (
 	Sanitize         = sanitize
 	Unpersistable    = unpersistable
 	DedupeKey        = dedupeKey
-	Dedupe           = dedupe
 	AnchorType       = anchorType
 	SafeToSettle     = safeToSettle
 	CoversHeld       = coversHeld
@@ -18,6 +24,26 @@ var (
 	SchemaSummary    = schemaSummary
 	Variants         = keyTable
 )
+
+// Dedupe is dedupe on items with their facts; it panics when the facts it
+// returns are not those of the items it keeps.
+func Dedupe(items []session.Item) []session.Item {
+	in := slices.Clone(items)
+	out, fs := dedupe(in, factsFor(nil, in))
+	if !slices.Equal(fs, factsFor(nil, out)) {
+		panic("dedupe: the facts returned are not the kept items' facts")
+	}
+	return out
+}
+
+// PairKeysOf is the call key and the answered key of it as the save's
+// passes read them, from its facts.
+func PairKeysOf(it session.Item) (call history.PairKey, isCall bool, answered history.PairKey, isAnswer bool) {
+	f := factsOf(it)
+	call, isCall = callKeyOf(it, f)
+	answered, isAnswer = answeredKeyOf(it, f)
+	return call, isCall, answered, isAnswer
+}
 
 // Variant is a row of the pending-write key table.
 type Variant = keyRow

@@ -90,7 +90,8 @@ func (cp *Checkpoint) park(s session.Session, items []session.Item, policy *Poli
 	if w != nil {
 		base = w.Items
 	}
-	merged := dedupe(append(slices.Clone(base), converted...))
+	all := append(slices.Clone(base), converted...)
+	merged, _ := dedupe(all, factsFor(nil, all))
 	if conversation {
 		merged = slices.DeleteFunc(mapItems(merged, sanitize), unpersistable)
 	}

@@ -134,11 +134,46 @@ func forSession(s session.Session, items []session.Item, policy *Policy) []sessi
 // items that are never deduplicated (messages, items with a role, items
 // without any id).
 func dedupeKey(it session.Item) (key string, ok bool) {
-	k, ok := dedupeKeyParts(it)
+	k, ok := dedupeKeyParts(it, factsOf(it))
 	if !ok {
 		return "", false
 	}
 	return k.prefix + k.typ + ":" + k.id, true
+}
+
+// facts are the members of an item that a save's passes (the dedup, the
+// answered-call check) read, each looked up once: a turn's items are read
+// by both.
+type facts struct {
+	typ    string
+	callID string // "call_id" of a call or output (table types), "" if not a string
+	role   bool   // a "role" member, looked up unless the type is "message"
+	call   bool   // typ is a call type of the call/output table
+	output bool   // typ is an output type of the call/output table
+}
+
+// factsOf looks up it's facts.
+func factsOf(it session.Item) facts {
+	f := facts{typ: it.Type()}
+	if f.typ == "message" {
+		return f
+	}
+	if _, f.call = history.OutputTypeFor(f.typ); !f.call {
+		_, f.output = history.CallTypeFor(f.typ)
+	}
+	f.role = it.HasField("role")
+	if f.call || f.output {
+		f.callID = it.CallID()
+	}
+	return f
+}
+
+// factsFor returns dst with the facts of each item appended.
+func factsFor(dst []facts, items []session.Item) []facts {
+	for _, it := range items {
+		dst = append(dst, factsOf(it))
+	}
+	return dst
 }
 
 // keyParts is a dedup key before it is joined: prefix + typ + ":" + id.
@@ -146,23 +181,24 @@ type keyParts struct{ prefix, typ, id string }
 
 func (k keyParts) len() int { return len(k.prefix) + len(k.typ) + 1 + len(k.id) }
 
-// dedupeKeyParts is dedupeKey with the key left in parts.
-func dedupeKeyParts(it session.Item) (keyParts, bool) {
-	typ := it.Type()
-	if it.HasField("role") || typ == "message" {
+// dedupeKeyParts is dedupeKey with the key left in parts, from it and its
+// facts f.
+func dedupeKeyParts(it session.Item, f facts) (keyParts, bool) {
+	typ := f.typ
+	if f.role || typ == "message" {
 		return keyParts{}, false
 	}
-	_, isCall := history.OutputTypeFor(typ)
-	_, isOutput := history.CallTypeFor(typ)
-	callID, hasCallID := it.StringField("call_id")
-	hasCallID = hasCallID && callID != ""
-	if (isCall || isOutput) && hasCallID {
-		return keyParts{"call_id:", typ, callID}, true
+	if (f.call || f.output) && f.callID != "" {
+		return keyParts{"call_id:", typ, f.callID}, true
 	}
 	if id, ok := it.StringField("id"); ok && id != "" && id != fakeID {
 		return keyParts{"id:", typ, id}, true
 	}
-	if hasCallID {
+	callID := f.callID
+	if !f.call && !f.output {
+		callID = it.CallID()
+	}
+	if callID != "" {
 		return keyParts{"call_id:", typ, callID}, true
 	}
 	if id, ok := it.StringField("approval_request_id"); ok && id != "" {
@@ -183,11 +219,14 @@ func anchorType(t string) bool {
 // a dedupeKey one survives carrying the latest value, at the earliest
 // position for an anchor type (tool calls, mcp_approval_request,
 // reasoning) and at the latest position otherwise. Unkeyed items are all
-// kept.
-func dedupe(items []session.Item) []session.Item {
+// kept. fs are the items' facts; the facts of the items kept are returned
+// beside them. The caller gives items and fs up: when nothing is dropped
+// or moved, they are returned as they are.
+func dedupe(items []session.Item, fs []facts) ([]session.Item, []facts) {
 	// Per key: the latest item and the position it is kept at.
 	type kept struct {
 		it  session.Item
+		f   facts
 		pos int
 	}
 	// The keys are joined into one string and sliced out of it: one
@@ -200,8 +239,8 @@ func dedupe(items []session.Item) []session.Item {
 		parts, keys = make([]keyParts, 0, len(items)), make([]string, 0, len(items))
 	}
 	size := 0
-	for _, it := range items {
-		k, ok := dedupeKeyParts(it)
+	for i, it := range items {
+		k, ok := dedupeKeyParts(it, fs[i])
 		if ok {
 			size += k.len()
 		}
@@ -228,7 +267,7 @@ func dedupe(items []session.Item) []session.Item {
 		at += n
 	}
 	if distinctKeys(keys) {
-		return slices.Clone(items) // nothing to drop or move
+		return items, fs // nothing to drop or move
 	}
 	byKey := make(map[string]kept, len(items))
 	for i, it := range items {
@@ -237,21 +276,22 @@ func dedupe(items []session.Item) []session.Item {
 			continue
 		}
 		e, seen := byKey[k]
-		e.it = it
-		if !seen || !anchorType(it.Type()) {
+		e.it, e.f = it, fs[i]
+		if !seen || !anchorType(fs[i].typ) {
 			e.pos = i
 		}
 		byKey[k] = e
 	}
 	out := make([]session.Item, 0, len(items))
+	outFacts := make([]facts, 0, len(items))
 	for i, it := range items {
 		if keys[i] == "" {
-			out = append(out, it)
+			out, outFacts = append(out, it), append(outFacts, fs[i])
 		} else if e := byKey[keys[i]]; e.pos == i {
-			out = append(out, e.it)
+			out, outFacts = append(out, e.it), append(outFacts, e.f)
 		}
 	}
-	return out
+	return out, outFacts
 }
 
 // distinctKeys reports whether no two non-empty keys are equal.

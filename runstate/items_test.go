@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentsessions/sessions/history"
 	"github.com/agentsessions/sessions/runstate"
 	"github.com/agentsessions/sessions/session"
 )
@@ -181,6 +182,79 @@ func TestDedupeAgainstReference(t *testing.T) {
 	}
 	require.NotZero(t, distinct)
 	require.NotZero(t, repeated)
+}
+
+// TestItemFacts: the dedup key and the pairing keys the save's passes
+// take from an item's facts (each member looked up once) are those read
+// plainly from the item, on items that take each branch: calls and outputs
+// with and without a string call_id, with a role, the outputs whose call
+// is named by "id", MCP approvals, messages, the placeholder id.
+func TestItemFacts(t *testing.T) {
+	for _, raw := range []string{
+		`{"type":"function_call","call_id":"c1","id":"fc_1","name":"f"}`,
+		`{"type":"function_call","call_id":"","id":"fc_1"}`,
+		`{"type":"function_call","call_id":7,"id":"fc_1"}`,
+		`{"type":"function_call","id":"__fake_id__"}`,
+		`{"type":"function_call","call_id":"c1","role":"assistant"}`,
+		`{"type":"function_call_output","call_id":"c1","output":"x"}`,
+		`{"type":"function_call_output","call_id":null,"id":"o1"}`,
+		`{"type":"local_shell_call_output","id":"ls_1","output":"x"}`,
+		`{"type":"local_shell_call_output","call_id":"ls_2","id":"ls_1"}`,
+		`{"type":"computer_call_output","call_id":"cc","role":"tool"}`,
+		`{"type":"mcp_approval_request","id":"mr_1","name":"x"}`,
+		`{"type":"mcp_approval_request","call_id":"c9"}`,
+		`{"type":"mcp_approval_response","approval_request_id":"mr_1","approve":true}`,
+		`{"type":"mcp_approval_response","approval_request_id":""}`,
+		`{"type":"message","role":"user","content":"hi","id":"m1"}`,
+		`{"role":"user","content":"hi"}`,
+		`{"type":"reasoning","id":"rs_1","summary":[]}`,
+		`{"type":"reasoning","summary":[],"call_id":"c3"}`,
+		`{"type":"web_search_call","id":"ws_1","call_id":"c4"}`,
+		`{"type":"custom_tool_call","call_id":"ct","id":"ctc"}`,
+		`{"type":"custom_tool_call_output","call_id":"ct","output":"y"}`,
+		`{"type":"program","approval_request_id":"ar"}`,
+		`{"type":"function_call","call_id":"a","call_id":"b"}`,
+		`{"type":"function\u005fcall","call_id":"c\u0031"}`,
+		`{}`,
+	} {
+		it := session.MustItem(raw)
+		k, ok := runstate.DedupeKey(it)
+		wk, wok := referenceDedupeKey(it)
+		assert.Equal(t, wok, ok, "%s: keyed", raw)
+		assert.Equal(t, wk, k, "%s: key", raw)
+		call, isCall, answered, isAnswer := runstate.PairKeysOf(it)
+		wc, wIsCall := history.CallKey(it)
+		wa, wIsAnswer := history.AnsweredKey(it)
+		assert.Equal(t, wIsCall, isCall, "%s: a call", raw)
+		assert.Equal(t, wc, call, "%s: call key", raw)
+		assert.Equal(t, wIsAnswer, isAnswer, "%s: an output", raw)
+		assert.Equal(t, wa, answered, "%s: answered key", raw)
+	}
+}
+
+// referenceDedupeKey is the dedup key of semantics §1.5 read plainly from
+// the item, member by member.
+func referenceDedupeKey(it session.Item) (string, bool) {
+	typ := it.Type()
+	if it.HasField("role") || typ == "message" {
+		return "", false
+	}
+	_, isCall := history.OutputTypeFor(typ)
+	_, isOutput := history.CallTypeFor(typ)
+	callID, _ := it.StringField("call_id")
+	if (isCall || isOutput) && callID != "" {
+		return "call_id:" + typ + ":" + callID, true
+	}
+	if id, ok := it.StringField("id"); ok && id != "" && id != "__fake_id__" {
+		return "id:" + typ + ":" + id, true
+	}
+	if callID != "" {
+		return "call_id:" + typ + ":" + callID, true
+	}
+	if id, ok := it.StringField("approval_request_id"); ok && id != "" {
+		return "approval_request_id:" + typ + ":" + id, true
+	}
+	return "", false
 }
 
 // referenceDedupe is Dedupe's rule read plainly, in quadratic time.

@@ -116,12 +116,14 @@ func (cp *Checkpoint) Save(ctx context.Context, s session.Session, args SaveArgs
 	ignoreIDs := session.Probe(s).Has(session.CapIgnoresIDs)
 	converted := forSession(s, newRun, args.Policy)
 
-	toSave := dedupe(append(slices.Clone(args.Input), converted...))
+	toSave := append(slices.Clone(args.Input), converted...)
+	var factsBuf [32]facts // a turn's, on the stack
+	toSave, fs := dedupe(toSave, factsFor(factsBuf[:0], toSave))
 	if conversation {
 		toSave = mapItems(toSave, sanitize)
 	}
 	var readErr error // the answered check could not read the session
-	kept, tail, err := dropAnswered(ctx, s, toSave, readded)
+	kept, tail, err := dropAnswered(ctx, s, toSave, fs, readded)
 	var answered *AnsweredError
 	switch {
 	case err == nil:
@@ -179,7 +181,8 @@ func (cp *Checkpoint) Save(ctx context.Context, s session.Session, args SaveArgs
 		cp.PersistedCount = already + count
 	}
 	res := SaveResult{Count: count, Appended: toSave}
-	local := hasLocalOutputs(args.NewItems) || (args.settlingHeld && hasLocalOutputs(args.Input))
+	local := args.ResponseID != "" && // only a compaction asks
+		(hasLocalOutputs(args.NewItems) || (args.settlingHeld && hasLocalOutputs(args.Input)))
 	res.Compaction, err = compact(ctx, s, args.ResponseID, args.Store, local)
 	return res, err
 }
@@ -410,18 +413,21 @@ func answeredIDs(lists ...[]session.Item) []string {
 // answers is dropped when the slice re-added it (it was persisted before),
 // and refused with an *AnsweredError otherwise. Only the tail back to the
 // newest of those calls is read, and nothing when every output's call is
-// in the batch (a fresh turn). It returns the tail it read (nil when it
-// read none), which a registered save reuses for its digests.
-func dropAnswered(ctx context.Context, s session.Session, batch, readded []session.Item) ([]session.Item, *sessionTail, error) {
-	calls := map[history.PairKey]bool{}
-	for _, it := range batch {
-		if k, ok := history.CallKey(it); ok {
-			calls[k] = true
+// in the batch (a fresh turn). fs are the batch's facts (sanitising keeps
+// the members they record). It returns the tail it read (nil when it read
+// none), which a registered save reuses for its digests.
+func dropAnswered(ctx context.Context, s session.Session, batch []session.Item, fs []facts, readded []session.Item) ([]session.Item, *sessionTail, error) {
+	// A turn holds a few calls: a slice on the stack, searched in order.
+	var callsBuf [16]history.PairKey
+	calls := callsBuf[:0]
+	for i, it := range batch {
+		if k, ok := callKeyOf(it, fs[i]); ok {
+			calls = append(calls, k)
 		}
 	}
 	need := map[history.PairKey]bool{}
-	for _, it := range batch {
-		if k, ok := history.AnsweredKey(it); ok && !calls[k] {
+	for i, it := range batch {
+		if k, ok := answeredKeyOf(it, fs[i]); ok && !slices.Contains(calls, k) {
 			need[k] = true
 		}
 	}
@@ -435,7 +441,7 @@ func dropAnswered(ctx context.Context, s session.Session, batch, readded []sessi
 	var refused []string
 	kept := slices.DeleteFunc(slices.Clone(batch), func(it session.Item) bool {
 		k, ok := history.AnsweredKey(it)
-		if !ok || calls[k] || !answered[k] {
+		if !ok || slices.Contains(calls, k) || !answered[k] {
 			return false
 		}
 		if slices.ContainsFunc(readded, it.Equal) {
@@ -450,6 +456,30 @@ func dropAnswered(ctx context.Context, s session.Session, batch, readded []sessi
 		return nil, nil, &AnsweredError{SessionID: s.SessionID(), CallIDs: refused}
 	}
 	return kept, tail, nil
+}
+
+// callKeyOf is history.CallKey(it), from it's facts f where they say it.
+func callKeyOf(it session.Item, f facts) (history.PairKey, bool) {
+	switch {
+	case f.call:
+		return history.PairKey{Type: f.typ, ID: f.callID}, f.callID != ""
+	case f.typ == history.TypeMCPApprovalRequest:
+		return history.CallKey(it)
+	}
+	return history.PairKey{}, false
+}
+
+// answeredKeyOf is history.AnsweredKey(it), from it's facts f where they
+// say it.
+func answeredKeyOf(it session.Item, f facts) (history.PairKey, bool) {
+	if f.output && f.callID != "" {
+		c, _ := history.CallTypeFor(f.typ)
+		return history.PairKey{Type: c, ID: f.callID}, true
+	}
+	if f.output || f.typ == history.TypeMCPApprovalResponse {
+		return history.AnsweredKey(it) // the rules for an output without call_id
+	}
+	return history.PairKey{}, false
 }
 
 // sessionTail is the newest items of a session as one read saw them;
