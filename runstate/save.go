@@ -116,7 +116,10 @@ func (cp *Checkpoint) Save(ctx context.Context, s session.Session, args SaveArgs
 	ignoreIDs := session.Probe(s).Has(session.CapIgnoresIDs)
 	converted := forSession(s, newRun, args.Policy)
 
-	toSave := append(slices.Clone(args.Input), converted...)
+	toSave := converted // convert's own slice
+	if len(args.Input) > 0 {
+		toSave = append(slices.Clone(args.Input), converted...)
+	}
 	var factsBuf [32]facts // a turn's, on the stack
 	toSave, fs := dedupe(toSave, factsFor(factsBuf[:0], toSave))
 	if conversation {
