@@ -2,6 +2,7 @@ package runstate
 
 import (
 	"encoding/json"
+	"hash/maphash"
 	"slices"
 	"strings"
 
@@ -294,15 +295,38 @@ func dedupe(items []session.Item, fs []facts) ([]session.Item, []facts) {
 	return out, outFacts
 }
 
-// distinctKeys reports whether no two non-empty keys are equal.
+// distinctKeys reports whether no two non-empty keys are equal. A turn's
+// keys go into an open-addressed table on the stack, at most half full;
+// more than 32 are sorted.
 func distinctKeys(keys []string) bool {
-	var buf [32]string
-	sorted := append(buf[:0], keys...)
-	slices.Sort(sorted)
-	for i := 1; i < len(sorted); i++ {
-		if sorted[i] != "" && sorted[i] == sorted[i-1] {
-			return false
+	if len(keys) > 32 {
+		sorted := slices.Clone(keys)
+		slices.Sort(sorted)
+		for i := 1; i < len(sorted); i++ {
+			if sorted[i] != "" && sorted[i] == sorted[i-1] {
+				return false
+			}
+		}
+		return true
+	}
+	var table [64]uint8 // 1 + the index of the key in each slot, 0: empty
+	for i, k := range keys {
+		if k == "" {
+			continue
+		}
+		for j := maphash.String(keySeed, k) & 63; ; j = (j + 1) & 63 {
+			e := table[j]
+			if e == 0 {
+				table[j] = uint8(i + 1)
+				break
+			}
+			if keys[e-1] == k {
+				return false
+			}
 		}
 	}
 	return true
 }
+
+// keySeed seeds distinctKeys' hash.
+var keySeed = maphash.MakeSeed()
