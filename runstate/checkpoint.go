@@ -338,7 +338,7 @@ func (cp *Checkpoint) MarshalJSON() ([]byte, error) {
 		return cp.marshalUnchecked(w, terminal, label)
 	}
 	step := cp.Step.encode()
-	ms := cloneMembers(cp.members)
+	ms := slices.Clone(cp.members) // members are replaced below, never changed in place
 	ms = setMember(ms, keySchema, encodeString(label))
 	ms = setMember(ms, keyStep, step)
 	ms = setMember(ms, keyCount, strconv.AppendInt(nil, int64(cp.PersistedCount), 10))
