@@ -2,7 +2,10 @@ package redis
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,7 +21,10 @@ var _ adapters.Summarizer = (*urlStore)(nil)
 // SummarizeSessions summarizes the sessions ids (adapters.Summarizer) in
 // one pipeline, one round trip per node: for each session an LRANGE of its
 // items (decoded as Items decodes them), an HGETALL of its checkpoint hash,
-// and its times as SessionTimes reads them. It never refreshes an expiry,
+// and an HMGET of its times. In the native layout updated_at counts only
+// with the version of the history it describes, as SessionTimes reads it;
+// the version is taken here of the records the LRANGE read, so a summary's
+// time and items describe the same history. It never refreshes an expiry,
 // even with RefreshOnRead. Unreadable records are counted, not reported to
 // Options.OnCorrupt (a read of the session reports each).
 func (s *urlStore) SummarizeSessions(ctx context.Context, ids []string, each func(id string, it session.Item)) ([]adapters.SessionSummary, error) {
@@ -32,11 +38,10 @@ func (s *urlStore) SummarizeSessions(ctx context.Context, ids []string, each fun
 	out := make([]adapters.SessionSummary, len(ids))
 	at := make(map[string]int, len(ids))
 	type reads struct {
-		h      *Session
-		items  *goredis.StringSliceCmd
-		ckpts  *goredis.MapStringStringCmd
-		python *goredis.SliceCmd
-		native *goredis.Cmd
+		h     *Session
+		items *goredis.StringSliceCmd
+		ckpts *goredis.MapStringStringCmd
+		times *goredis.SliceCmd
 	}
 	var todo []reads
 	pipe := st.client.Pipeline()
@@ -50,13 +55,11 @@ func (s *urlStore) SummarizeSessions(ctx context.Context, ids []string, each fun
 		if err != nil {
 			return nil, fmt.Errorf("redis: summarize sessions: %w", err)
 		}
-		r := reads{h: h, items: pipe.LRange(ctx, h.keys[0], 0, -1), ckpts: pipe.HGetAll(ctx, h.CheckpointKey())}
-		if st.opts.Layout == LayoutPython {
-			r.python = pipe.HMGet(ctx, h.keys[1], "created_at", "updated_at")
-		} else {
-			r.native = eval(ctx, pipe, "evalsha", sessionTimesScript.sha, h.keys[:2], nil)
-		}
-		todo = append(todo, r)
+		todo = append(todo, reads{h: h,
+			items: pipe.LRange(ctx, h.keys[0], 0, -1),
+			ckpts: pipe.HGetAll(ctx, h.CheckpointKey()),
+			times: pipe.HMGet(ctx, h.keys[1], "created_at", "updated_at", "updated_version"),
+		})
 	}
 	if len(todo) > 0 {
 		_, _ = pipe.Exec(ctx) // each command's error is looked at below
@@ -80,16 +83,14 @@ func (s *urlStore) SummarizeSessions(ctx context.Context, ids []string, each fun
 			return nil, fmt.Errorf("redis: summarize sessions: list checkpoints of session %q: %w", r.h.id, err)
 		}
 		out[i].Checkpoints = storedCheckpoints(r.h, fields)
-		var vals []any
-		if r.python != nil {
-			vals, err = r.python.Result()
-		} else if vals, err = r.native.Slice(); err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") {
-			vals, err = st.run(ctx, sessionTimesScript, r.h.keys[:2]).Slice()
-		}
+		vals, err := r.times.Result()
 		if err != nil {
 			return nil, fmt.Errorf("redis: summarize sessions: session times of %q: %w", r.h.id, err)
 		}
-		if len(vals) == 2 && (vals[0] != nil || vals[1] != nil) {
+		if st.opts.Layout == LayoutNative && (vals[2] == nil || vals[2] != historyVersion(raws)) {
+			vals[1] = nil // describes another history (see SessionTimes)
+		}
+		if vals[0] != nil || vals[1] != nil {
 			out[i].Updated = st.parseStamp(vals[1])
 		}
 	}
@@ -122,4 +123,19 @@ func storedCheckpoints(h *Session, fields map[string]string) []adapters.StoredCh
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Name < out[b].Name })
 	return out
+}
+
+// historyVersion is the version of the history raws (Session.HistoryVersion)
+// computed in the client as history_version computes it on the server: the
+// number of records, ':', and the SHA-1 of every record prefixed with its
+// length and ':'.
+func historyVersion(raws []string) string {
+	h := sha1.New()
+	var n [20]byte
+	for _, v := range raws {
+		h.Write(strconv.AppendInt(n[:0], int64(len(v)), 10))
+		h.Write([]byte{':'})
+		io.WriteString(h, v)
+	}
+	return strconv.Itoa(len(raws)) + ":" + hex.EncodeToString(h.Sum(nil))
 }

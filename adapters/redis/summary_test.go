@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"testing"
 
@@ -47,4 +48,40 @@ func TestSummarizeSessionsDamagedCheckpoint(t *testing.T) {
 		require.Equal(t, v, c.Version)
 	}
 	require.Equal(t, 1, sums[0].Items)
+}
+
+// TestHistoryVersionInClient: the version a page's summary computes of the
+// records it read is the one the server's script computes (HistoryVersion)
+// of the same history: empty, unreadable records, records holding ':' and
+// digits (the length prefix keeps them apart), multi-byte and invalid
+// UTF-8.
+func TestHistoryVersionInClient(t *testing.T) {
+	ctx := context.Background()
+	st, err := Open(ctx, testservers.Redis(t), Options{KeyPrefix: uniquePrefix(t)})
+	require.NoError(t, err)
+	defer st.Close()
+	for i, records := range [][]string{
+		{},
+		{`{"n":1}`},
+		{`{"n":1}`, `{"n":2}`, `{"n":3`},
+		{"1:", "2", "3:4"},
+		{"12", ":3"},
+		{`{"t":"é€😀"}`, "\xff\xfe", ""},
+	} {
+		s, err := st.Session(fmt.Sprintf("v%d", i))
+		require.NoError(t, err)
+		if len(records) > 0 {
+			args := make([]any, len(records))
+			for j, r := range records {
+				args[j] = r
+			}
+			require.NoError(t, st.client.RPush(ctx, s.Keys()[0], args...).Err())
+		}
+		want, err := s.HistoryVersion(ctx)
+		require.NoError(t, err)
+		raws, err := st.client.LRange(ctx, s.Keys()[0], 0, -1).Result()
+		require.NoError(t, err)
+		require.Equal(t, want, historyVersion(raws), "records %q", records)
+		require.NoError(t, st.RemoveSession(ctx, s.id))
+	}
 }

@@ -164,6 +164,12 @@ func TestSessionTimes(t *testing.T) {
 			}
 			require.True(t, got.Created.Equal(created.Truncate(unit)), "created: %v", got.Created)
 			require.True(t, got.Updated.Equal(updated.Truncate(unit)), "updated: %v", got.Updated)
+			summaryUpdated := func() time.Time {
+				sums, err := st.(adapters.Summarizer).SummarizeSessions(ctx, []string{"t"}, nil)
+				require.NoError(t, err)
+				return sums[0].Updated
+			}
+			require.True(t, summaryUpdated().Equal(got.Updated), "a page's summary reads the time SessionTimes reads")
 
 			// zero times are left as they are
 			require.NoError(t, ts.SetSessionTimes(ctx, "t", adapters.SessionTimes{Created: created.Add(time.Hour)}))
@@ -183,6 +189,7 @@ func TestSessionTimes(t *testing.T) {
 			} else {
 				require.True(t, got.Updated.IsZero(), "the native append does not stamp updated_at: the one set is stale, so unknown")
 			}
+			require.True(t, summaryUpdated().Equal(got.Updated), "after an append, a page's summary reads the time SessionTimes reads")
 		})
 	}
 }
