@@ -102,6 +102,35 @@ func (s *urlStore) SummarizeSessions(ctx context.Context, ids []string, each fun
 	return out, nil
 }
 
+// SessionsExist reports, for each of ids, whether the store holds a
+// session of that id, readable or not: whether its items list exists
+// (Redis deletes a list with its last record). One pipeline of EXISTS, one
+// round trip per node; an id the layout refuses holds no session.
+// sessionctl list uses it to note the sessions the other layout holds too.
+func (s *urlStore) SessionsExist(ctx context.Context, ids []string) ([]bool, error) {
+	if s.st.closed.Load() {
+		return nil, session.ErrClosed
+	}
+	out := make([]bool, len(ids))
+	cmds := make([]*goredis.IntCmd, len(ids))
+	pipe := s.st.client.Pipeline()
+	for i, id := range ids {
+		if h, err := s.st.Session(id); err == nil {
+			cmds[i] = pipe.Exists(ctx, h.keys[0])
+		}
+	}
+	if pipe.Len() == 0 {
+		return out, nil
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("redis: sessions exist: %w", err)
+	}
+	for i, c := range cmds {
+		out[i] = c != nil && c.Val() > 0
+	}
+	return out, nil
+}
+
 // storedCheckpoints reads a checkpoint hash as ListCheckpoints and
 // LoadCheckpoint do: a checkpoint per version field, sorted by name, and
 // damaged (Err) when its version or document is not what a save writes.

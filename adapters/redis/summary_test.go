@@ -85,3 +85,36 @@ func TestHistoryVersionInClient(t *testing.T) {
 		require.NoError(t, st.RemoveSession(ctx, s.id))
 	}
 }
+
+// TestSessionsExist: a session exists exactly when its history holds a
+// record, readable or not; an id never written, a cleared one and an id the
+// layout refuses do not.
+func TestSessionsExist(t *testing.T) {
+	ctx := context.Background()
+	st, err := adapters.Open(ctx, testservers.Redis(t)+"?key_prefix="+url.QueryEscape(uniquePrefix(t)))
+	require.NoError(t, err)
+	defer st.Close()
+	write := func(id string, raws ...string) {
+		s, err := st.Session(id)
+		require.NoError(t, err)
+		h := s.(*Session)
+		for _, r := range raws {
+			require.NoError(t, h.st.client.RPush(ctx, h.keys[0], r).Err())
+		}
+	}
+	write("items", `{"n":1}`)
+	write("unreadable", `{"n":`)
+	write("cleared", `{"n":1}`)
+	c, err := st.Session("cleared")
+	require.NoError(t, err)
+	require.NoError(t, c.Clear(ctx))
+	ex := st.(interface {
+		SessionsExist(context.Context, []string) ([]bool, error)
+	})
+	got, err := ex.SessionsExist(ctx, []string{"never", "items", "cleared", "unreadable", "items", ""})
+	require.NoError(t, err)
+	require.Equal(t, []bool{false, true, false, true, true, false}, got)
+	got, err = ex.SessionsExist(ctx, nil)
+	require.NoError(t, err)
+	require.Empty(t, got)
+}

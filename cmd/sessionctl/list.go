@@ -479,12 +479,27 @@ func openOtherLayout(ctx context.Context, dsn string, timeout time.Duration) *ot
 }
 
 // holds returns which of ids the other layout holds a session of: with
-// one summary of the page when the store summarizes pages (one pipeline),
-// else with a latest-1 read of each.
+// one pipeline of existence checks when the store offers them (Redis), or
+// one summary of the page when it summarizes pages, else with a latest-1
+// read of each.
 func (o *otherStore) holds(ctx context.Context, ids []string) map[string]bool {
 	found := map[string]bool{}
 	if o.st == nil || len(ids) == 0 {
 		return found
+	}
+	if ex, ok := o.st.(interface {
+		SessionsExist(context.Context, []string) ([]bool, error)
+	}); ok {
+		cctx, cancel := context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+		if exist, err := ex.SessionsExist(cctx, ids); err == nil {
+			for i, ok := range exist {
+				if ok {
+					found[ids[i]] = true
+				}
+			}
+			return found
+		}
 	}
 	if sm, ok := o.st.(adapters.Summarizer); ok {
 		cctx, cancel := context.WithTimeout(ctx, o.timeout)
