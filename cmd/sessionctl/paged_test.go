@@ -100,3 +100,34 @@ func TestDoctorInspectRepairListInPages(t *testing.T) {
 		require.Equal(t, perPass, pages.Load(), "%s: pages listed", args[0])
 	}
 }
+
+// list reads the next page while it summarizes one, but never a page
+// beyond what it prints: -limit 500 lists one page, -limit 700 and 1000
+// two, the whole store one pass; and it prints the sessions it prints over
+// the SQLite URL, with their counts, and the same cursor.
+func TestListReadsNoPageBeyondLimit(t *testing.T) {
+	const n = 1203
+	dsn := manySessions(t, n)
+	paged, pages := pagedURL(dsn)
+	perPass := int64((n+5)/listPageSize + 1)
+	for _, c := range []struct {
+		args  []string
+		pages int64
+	}{
+		{[]string{"-limit", "500"}, 1},
+		{[]string{"-limit", "700"}, 2},
+		{[]string{"-limit", "1000"}, 2},
+		{nil, perPass},
+	} {
+		want := listJSON(t, append(c.args, dsn)...)
+		pages.Store(0)
+		got := listJSON(t, append(c.args, paged)...)
+		require.Equal(t, c.pages, pages.Load(), "pages listed by list %v", c.args)
+		require.Equal(t, want.NextCursor, got.NextCursor, "list %v", c.args)
+		require.Equal(t, len(want.Sessions), len(got.Sessions), "list %v", c.args)
+		for i := range want.Sessions {
+			w, g := want.Sessions[i], got.Sessions[i]
+			require.Equal(t, []any{w.SessionID, w.Items, w.Bytes}, []any{g.SessionID, g.Items, g.Bytes}, "list %v", c.args)
+		}
+	}
+}
