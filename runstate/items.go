@@ -153,7 +153,7 @@ type facts struct {
 	output bool   // typ is an output type of the call/output table
 }
 
-// factsOf looks up it's facts.
+// factsOf looks up the facts of it.
 func factsOf(it session.Item) facts {
 	f := facts{typ: it.Type()}
 	if f.typ == "message" {

@@ -461,7 +461,8 @@ func dropAnswered(ctx context.Context, s session.Session, batch []session.Item, 
 	return kept, tail, nil
 }
 
-// callKeyOf is history.CallKey(it), from it's facts f where they say it.
+// callKeyOf is history.CallKey(it), taken from its facts f where they
+// say it.
 func callKeyOf(it session.Item, f facts) (history.PairKey, bool) {
 	switch {
 	case f.call:
@@ -472,8 +473,8 @@ func callKeyOf(it session.Item, f facts) (history.PairKey, bool) {
 	return history.PairKey{}, false
 }
 
-// answeredKeyOf is history.AnsweredKey(it), from it's facts f where they
-// say it.
+// answeredKeyOf is history.AnsweredKey(it), taken from its facts f where
+// they say it.
 func answeredKeyOf(it session.Item, f facts) (history.PairKey, bool) {
 	if f.output && f.callID != "" {
 		c, _ := history.CallTypeFor(f.typ)
