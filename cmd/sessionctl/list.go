@@ -110,55 +110,39 @@ func runList(ctx context.Context, e *env, args []string) error {
 	out := newListWriter(e, *sf.json, redactDSN(dsn))
 	listed, failed := 0, 0
 	var notes []string
-	pageSize := func(listed int) int {
-		if *limit > 0 {
-			return min(listPageSize, *limit-listed)
-		}
-		return listPageSize
-	}
-	ids, next, err := page(cursor, pageSize(0))
 	for {
+		n := listPageSize
+		if *limit > 0 {
+			n = min(n, *limit-listed)
+		}
+		ids, next, err := page(cursor, n)
+		if err == nil {
+			var rows []listSession
+			var f int
+			rows, f, err = summarizePage(ctx, st, keys, corrupt, ids)
+			failed += f
+			there := other.holds(ctx, ids)
+			for i := range rows {
+				if there[rows[i].SessionID] {
+					rows[i].AlsoInLayout = other.layout
+					notes = append(notes, fmt.Sprintf("note: session %s also exists in the %s layout (?layout=%s): two disjoint histories; each URL reads one", quoteID(rows[i].SessionID), other.layout, other.layout))
+				}
+			}
+			out.sessions(rows)
+		}
 		if err != nil {
-			return endList(ctx, out, err)
-		}
-		more := next != "" && (*limit == 0 || listed+len(ids) < *limit)
-		// While this page is summarized, the other layout is asked about
-		// it and the next page is listed: on a server store each is a
-		// round trip the summary need not wait behind.
-		var there map[string]bool
-		var ahead struct {
-			ids  []string
-			next string
-			err  error
-		}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			there = other.holds(ctx, ids)
-			if more {
-				ahead.ids, ahead.next, ahead.err = page(next, pageSize(listed+len(ids)))
+			if ctx.Err() != nil {
+				err = ctx.Err()
 			}
-		}()
-		rows, f, serr := summarizePage(ctx, st, keys, corrupt, ids)
-		<-done
-		if serr != nil {
-			return endList(ctx, out, serr)
+			_ = out.end("", err)
+			return err
 		}
-		failed += f
-		for i := range rows {
-			if there[rows[i].SessionID] {
-				rows[i].AlsoInLayout = other.layout
-				notes = append(notes, fmt.Sprintf("note: session %s also exists in the %s layout (?layout=%s): two disjoint histories; each URL reads one", quoteID(rows[i].SessionID), other.layout, other.layout))
-			}
-		}
-		out.sessions(rows)
 		listed += len(ids)
 		e.setStatus("%s listed; nothing changed (list is read-only)", plural(listed, "session", "sessions"))
 		cursor = next
-		if !more {
+		if cursor == "" || *limit > 0 && listed >= *limit {
 			break
 		}
-		ids, next, err = ahead.ids, ahead.next, ahead.err
 	}
 	if err := out.end(cursor, nil); err != nil {
 		return err
@@ -177,16 +161,6 @@ func runList(ctx context.Context, e *env, args []string) error {
 		return errFailed
 	}
 	return nil
-}
-
-// endList closes a listing that stopped on err (the context's, when it
-// ended) and returns that error.
-func endList(ctx context.Context, out *listWriter, err error) error {
-	if ctx.Err() != nil {
-		err = ctx.Err()
-	}
-	_ = out.end("", err)
-	return err
 }
 
 // encodeCursor writes a store's cursor as list prints it: base64url, so

@@ -101,10 +101,10 @@ func TestDoctorInspectRepairListInPages(t *testing.T) {
 	}
 }
 
-// list reads the next page while it summarizes one, but never a page
-// beyond what it prints: -limit 500 lists one page, -limit 700 and 1000
-// two, the whole store one pass; and it prints the sessions it prints over
-// the SQLite URL, with their counts, and the same cursor.
+// list never lists a page beyond what it prints: -limit 500 lists one
+// page, -limit 700 and 1000 two, the whole store one pass; and over a
+// store that only lists pages it prints the sessions it prints over the
+// SQLite URL, with their counts, and the same cursor.
 func TestListReadsNoPageBeyondLimit(t *testing.T) {
 	const n = 1203
 	dsn := manySessions(t, n)
