@@ -390,7 +390,7 @@ func BenchmarkAppend20(b *testing.B) {
 }
 
 // BenchmarkAppendWithCheckpoint20 is the atomic commit of a crash-safe
-// save (a 20-item batch and a 133-byte checkpoint in one transaction) at
+// save (a 20-item batch and a 137-byte checkpoint in one transaction) at
 // synchronous NORMAL, each side on a file of its own. raw-schema: the
 // append alone as raw code on the schema writes it (rawWriter);
 // raw-checkpoint: the same transaction with the checkpoint's versioned
