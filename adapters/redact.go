@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -22,9 +23,12 @@ const mask = "xxxxx"
 //
 // It works on strings that do not parse as URLs too (a password with an
 // unescaped '%', ' ', '#', '/' or '@'): after the first "://", everything
-// between the first ':' and the last '@' is the password. Redact errs on
-// the side of hiding: a URL whose query holds an '@' after a ':' loses more
-// than its password.
+// between the first ':' and the last '@' is the password, and everything
+// after the first '?' the query. Redact errs on the side of hiding: a URL
+// whose query holds an '@' after a ':' loses more than its password, and a
+// credential parameter of the query is masked to the next '&' or ';'
+// wherever it stands, also when a '?' in the password starts the query
+// early (its value then runs on past the password's '@').
 func Redact(dsn string) string {
 	red, _ := redact(dsn)
 	return red
@@ -37,40 +41,60 @@ func redact(dsn string) (red string, secrets []string) {
 		return redactWords(dsn)
 	}
 	head, rest := dsn[:i+3], dsn[i+3:]
+	var hide []span // of rest
 	if at := strings.LastIndexByte(rest, '@'); at >= 0 {
 		if colon := strings.IndexByte(rest[:at], ':'); colon >= 0 {
-			secrets = append(secrets, rest[colon+1:at])
-			rest = rest[:colon+1] + mask + rest[at:]
+			hide = append(hide, span{colon + 1, at})
 		}
 	}
-	q := strings.IndexByte(rest, '?')
-	if q < 0 {
-		return head + rest, secrets
+	if q := strings.IndexByte(rest, '?'); q >= 0 {
+		hide = append(hide, credentialValues(rest, q+1)...)
 	}
-	query, frag := rest[q+1:], ""
-	if h := strings.IndexByte(query, '#'); h >= 0 {
-		query, frag = query[:h], query[h:]
+	if len(hide) == 0 {
+		return dsn, nil
 	}
+	for _, h := range hide {
+		secrets = append(secrets, rest[h.from:h.to])
+	}
+	slices.SortFunc(hide, func(a, b span) int { return a.from - b.from })
 	var b strings.Builder
-	for query != "" {
-		param := query
-		sep := strings.IndexAny(query, "&;")
-		if sep >= 0 {
-			param, query = query[:sep], query[sep:]
-		} else {
-			query = ""
+	b.WriteString(head)
+	done := 0
+	for k := 0; k < len(hide); {
+		from, to := hide[k].from, hide[k].to
+		for k++; k < len(hide) && hide[k].from <= to; k++ {
+			to = max(to, hide[k].to)
 		}
-		if k, v, ok := strings.Cut(param, "="); ok && v != "" && sensitive(k) {
-			secrets = append(secrets, v)
-			param = k + "=" + mask
-		}
-		b.WriteString(param)
-		if sep >= 0 {
-			b.WriteByte(query[0])
-			query = query[1:]
-		}
+		b.WriteString(rest[done:from])
+		b.WriteString(mask)
+		done = to
 	}
-	return head + rest[:q+1] + b.String() + frag, secrets
+	b.WriteString(rest[done:])
+	return b.String(), secrets
+}
+
+// span is a byte range [from, to) of a string.
+type span struct{ from, to int }
+
+// credentialValues returns where the values of the credential parameters
+// of the query starting at s[from:] stand: name=value pairs separated by
+// '&' or ';', a value running to the next separator whatever it holds. A
+// name is read after its last '?', so that where a '?' in a password
+// starts the query early, a host and path before the real query name no
+// credential.
+func credentialValues(s string, from int) []span {
+	var out []span
+	for from <= len(s) {
+		end := len(s)
+		if sep := strings.IndexAny(s[from:], "&;"); sep >= 0 {
+			end = from + sep
+		}
+		if k, v, ok := strings.Cut(s[from:end], "="); ok && v != "" && sensitive(k[strings.LastIndexByte(k, '?')+1:]) {
+			out = append(out, span{end - len(v), end})
+		}
+		from = end + 1
+	}
+	return out
 }
 
 // redactWords masks the values of credential words in a keyword DSN
