@@ -50,31 +50,36 @@ func redact(dsn string) (red string, secrets []string) {
 	if q := strings.IndexByte(rest, '?'); q >= 0 {
 		hide = append(hide, credentialValues(rest, q+1)...)
 	}
-	if len(hide) == 0 {
-		return dsn, nil
-	}
 	for _, h := range hide {
 		secrets = append(secrets, rest[h.from:h.to])
 	}
+	return head + masked(rest, hide), secrets
+}
+
+// span is a byte range [from, to) of a string.
+type span struct{ from, to int }
+
+// masked returns s with each run of overlapping or touching spans of hide
+// replaced by one mask.
+func masked(s string, hide []span) string {
+	if len(hide) == 0 {
+		return s
+	}
 	slices.SortFunc(hide, func(a, b span) int { return a.from - b.from })
 	var b strings.Builder
-	b.WriteString(head)
 	done := 0
 	for k := 0; k < len(hide); {
 		from, to := hide[k].from, hide[k].to
 		for k++; k < len(hide) && hide[k].from <= to; k++ {
 			to = max(to, hide[k].to)
 		}
-		b.WriteString(rest[done:from])
+		b.WriteString(s[done:from])
 		b.WriteString(mask)
 		done = to
 	}
-	b.WriteString(rest[done:])
-	return b.String(), secrets
+	b.WriteString(s[done:])
+	return b.String()
 }
-
-// span is a byte range [from, to) of a string.
-type span struct{ from, to int }
 
 // credentialValues returns where the values of the credential parameters
 // of the query starting at s[from:] stand: name=value pairs separated by
@@ -98,21 +103,45 @@ func credentialValues(s string, from int) []span {
 }
 
 // redactWords masks the values of credential words in a keyword DSN
-// (key=value, space-separated, a value optionally in single quotes).
+// (key=value, space-separated), read as pgx and libpq read them: a value in
+// single quotes, or bare up to the first space; in both a backslash
+// escapes the next character (a space included), and a quote left open
+// runs to the end. It errs on the side of hiding: a credential word is
+// masked wherever a word may start (after a space or a quote), also inside
+// another word's value ("a= password=p", "a='x password=p"). A DSN longer
+// than maxWordsDSN, which no driver setting needs, is masked whole.
 func redactWords(dsn string) (string, []string) {
+	if len(dsn) > maxWordsDSN {
+		return mask, []string{dsn}
+	}
+	var hide []span
 	var secrets []string
-	red := keywordRE.ReplaceAllStringFunc(dsn, func(m string) string {
-		sub := keywordRE.FindStringSubmatch(m)
-		if !sensitive(sub[2]) {
-			return m
+	for i := 0; i < len(dsn); i++ {
+		if i > 0 && !strings.ContainsRune(" \t\n\r\v\f'", rune(dsn[i-1])) {
+			continue
 		}
-		secrets = append(secrets, strings.Trim(sub[4], "'"))
-		return sub[1] + sub[2] + sub[3] + mask
-	})
-	return red, secrets
+		m := keywordRE.FindStringSubmatchIndex(dsn[i:])
+		if m == nil || !sensitive(dsn[i+m[2]:i+m[3]]) {
+			continue
+		}
+		hide = append(hide, span{i + m[6], i + m[7]})
+		written := dsn[i+m[6] : i+m[7]]
+		if strings.HasPrefix(written, "'") {
+			written = strings.TrimSuffix(written[1:], "'")
+		}
+		secrets = append(secrets, written, wordEscape.ReplaceAllString(written, "$1"))
+	}
+	return masked(dsn, hide), secrets
 }
 
-var keywordRE = regexp.MustCompile(`(^|\s)([A-Za-z_][A-Za-z0-9_.-]*)(\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s']\S*)`)
+// maxWordsDSN bounds the keyword DSNs redactWords reads word by word (it
+// may try a match from every space, each to the end of the string).
+const maxWordsDSN = 4096
+
+var (
+	keywordRE  = regexp.MustCompile(`(?s)^([A-Za-z_][A-Za-z0-9_.-]*)(\s*=\s*)('(?:[^'\\]|\\.)*(?:'|\\?$)|(?:[^\s'\\]|\\.)(?:[^\s\\]|\\.)*\\?)`)
+	wordEscape = regexp.MustCompile(`(?s)\\(.)`)
+)
 
 // sensitive reports whether a parameter name says its value is a secret.
 func sensitive(name string) bool {

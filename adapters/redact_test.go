@@ -3,6 +3,7 @@ package adapters
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -107,6 +108,8 @@ func TestRedactCredentialOptions(t *testing.T) {
 		"postgres://u@h/db?sslpassword=hunter22":                                                      "postgres://u@h/db?sslpassword=xxxxx",
 		"host=h user=u password=hunter22 dbname=d":                                                    "host=h user=u password=xxxxx dbname=d",
 		"host=h password='hunter 22' dbname=d":                                                        "host=h password=xxxxx dbname=d",
+		`host=h password=hunter\ 22 dbname=d`:                                                         "host=h password=xxxxx dbname=d",
+		"host=h password='hunter 22":                                                                  "host=h password=xxxxx",
 		"mongodb://h/db?authMechanism=MONGODB-AWS&authMechanismProperties=AWS_SESSION_TOKEN:hunter22": "mongodb://h/db?authMechanism=MONGODB-AWS&authMechanismProperties=xxxxx",
 		"mongodb://u:pw@h/db?tlsCertificateKeyFilePassword=hunter22":                                  "mongodb://u:xxxxx@h/db?tlsCertificateKeyFilePassword=xxxxx",
 		"redis+sentinel://h:26379/m?sentinel_password=hunter22&db=0":                                  "redis+sentinel://h:26379/m?sentinel_password=xxxxx&db=0",
@@ -177,4 +180,65 @@ func TestScrubHidesTheChain(t *testing.T) {
 		require(!strings.Contains(e.Error(), "hunter22"), "an unwrapped error shows the password")
 	}
 	require(scrub(errBackend, "hunter22") == errBackend, "an error without the password is returned as it is")
+}
+
+// FuzzRedactWords: in a keyword DSN (pgx's "host=h password=p"), the value
+// v of a credential word never survives Redact or an error scrubbed with
+// what redact found, as written or as the driver reads it, whether it is
+// written bare (a backslash escaping each space, quote and backslash) or
+// in single quotes, with or without spaces around the '=', and whatever
+// words stand before and after it.
+func FuzzRedactWords(f *testing.F) {
+	f.Add("host=h user=u", "password", "hunter22", false, "dbname=d")
+	f.Add("host=h", "sslpassword", "hunter 22", true, "")
+	f.Add("", "password", `it's=secret`, true, "sslmode=disable")
+	f.Add("application_name='a b'", "PGPASSWORD", "hunter22", false, "x='y z'")
+	f.Add("host=h", "password", `a b\c'd`, false, "")
+	f.Fuzz(func(t *testing.T, before, name, v string, quoted bool, after string) {
+		if strings.Contains(before, "://") || !sensitive(name) || len(v) < 4 || !wordName.MatchString(name) {
+			t.Skip()
+		}
+		if b := strings.TrimRight(before, " \t\n\r\v\f"); strings.HasSuffix(b, "=") || strings.HasSuffix(before, `\`) {
+			t.Skip("the name would be read as part of the word before it") // as pgx and libpq read "a= name=v" and "a=b\ name=v"
+		}
+		val := "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'"
+		if !quoted {
+			val = bareEscapes.ReplaceAllString(v, `\$0`)
+		}
+		for _, eq := range []string{"=", " = "} {
+			dsn := before + " " + name + eq + val + " " + after
+			public := before + " " + name + eq + mask + " " + after
+			_, secrets := redact(dsn)
+			err := scrub(fmt.Errorf("open %s: %w", dsn, errBackend), secrets...)
+			for _, form := range []string{v, val} {
+				if strings.Contains(public, form) {
+					continue // the public parts hold it
+				}
+				if out := Redact(dsn); strings.Contains(out, form) {
+					t.Fatalf("Redact(%q) = %q shows %q", dsn, out, form)
+				}
+				if strings.Contains(err.Error(), form) {
+					t.Fatalf("scrub = %v (secrets %q)", err, secrets)
+				}
+			}
+		}
+	})
+}
+
+var (
+	wordName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
+	bareEscapes = regexp.MustCompile(`[\s'\\]`) // what a bare keyword value escapes
+)
+
+// TestRedactWordsLong: a keyword DSN too long to read word by word is
+// masked whole, in time.
+func TestRedactWordsLong(t *testing.T) {
+	long := strings.Repeat("a=' ", maxWordsDSN/4) + "password=hunter22"
+	if red, secrets := redact(long); red != mask || len(secrets) != 1 || secrets[0] != long {
+		t.Fatalf("redact of a %d-byte keyword DSN = %.40q, %d secrets", len(long), red, len(secrets))
+	}
+	edge := strings.Repeat("a=' ", (maxWordsDSN-20)/4) + " password=hunter22"
+	if red := Redact(edge); strings.Contains(red, "hunter22") || len(edge) > maxWordsDSN {
+		t.Fatalf("Redact of a %d-byte keyword DSN shows the password", len(edge))
+	}
 }
