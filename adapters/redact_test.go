@@ -198,6 +198,9 @@ func FuzzRedactWords(f *testing.F) {
 		if strings.Contains(before, "://") || !sensitive(name) || len(v) < 4 || !wordName.MatchString(name) {
 			t.Skip()
 		}
+		if v == mask {
+			t.Skip("a password that is the mask looks masked") // scrub leaves it as it is
+		}
 		if b := strings.TrimRight(before, " \t\n\r\v\f"); strings.HasSuffix(b, "=") || strings.HasSuffix(before, `\`) {
 			t.Skip("the name would be read as part of the word before it") // as pgx and libpq read "a= name=v" and "a=b\ name=v"
 		}
