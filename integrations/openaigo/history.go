@@ -187,10 +187,16 @@ func ItemsOf(items []responses.ResponseInputItemUnionParam) ([]session.Item, err
 
 // OutputItems returns resp's output items as session Items, each the raw
 // JSON the API sent for it (resp.Output[i].RawJSON()); the typed fields
-// are never read. An item without raw JSON is ErrNoRawJSON.
+// are never read. An item without raw JSON is ErrNoRawJSON. A response
+// whose output array holds a value that is not a JSON object is refused
+// with an error wrapping session.ErrInvalidItem: openai-go leaves such a
+// value out of resp.Output, and it is not dropped here either.
 func OutputItems(resp *responses.Response) ([]session.Item, error) {
 	if resp == nil {
 		return nil, errors.New("openaigo: nil response")
+	}
+	if err := allDecoded(resp); err != nil {
+		return nil, err
 	}
 	out := make([]session.Item, len(resp.Output))
 	for i, o := range resp.Output {
@@ -205,6 +211,26 @@ func OutputItems(resp *responses.Response) ([]session.Item, error) {
 		out[i] = it
 	}
 	return out, nil
+}
+
+// allDecoded reports an error when resp's output array, as received,
+// holds more values than openai-go decoded into resp.Output: it leaves out
+// a value that is not a JSON object, and marks the field invalid.
+func allDecoded(resp *responses.Response) error {
+	f := resp.JSON.Output
+	if f.Valid() || f.Raw() == "" {
+		return nil
+	}
+	var sent []json.RawMessage
+	if err := json.Unmarshal([]byte(f.Raw()), &sent); err != nil || len(sent) == len(resp.Output) {
+		return nil
+	}
+	for i, v := range sent {
+		if _, err := session.NewItem(v); err != nil {
+			return fmt.Errorf("openaigo: output %d of response %q: %w", i, resp.ID, err)
+		}
+	}
+	return fmt.Errorf("%w: response %q sent %d output items, openai-go decoded %d", session.ErrInvalidItem, resp.ID, len(sent), len(resp.Output))
 }
 
 // Codec converts between openai-go's input item union and session.Item

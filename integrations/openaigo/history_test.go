@@ -54,6 +54,29 @@ func TestOutputItemsNeedRawJSON(t *testing.T) {
 	require.Equal(t, openaigo.Everything, h.Window())
 }
 
+// TestOutputItemsNotAnObject: openai-go's client leaves an output value
+// that is not a JSON object out of resp.Output without an error;
+// OutputItems refuses the response instead of dropping it, and AddResponse
+// stores nothing of it.
+func TestOutputItemsNotAnObject(t *testing.T) {
+	ctx := context.Background()
+	msg := []byte(`{"type":"message","id":"msg_1","role":"assistant","status":"completed","content":[]}`)
+	for _, bad := range []string{`5`, `"text"`, `[1]`, `null`} {
+		api := newCaptureAPI(t, [][]byte{msg, []byte(bad)})
+		client := newClient(api.URL())
+		resp, err := client.Responses.New(ctx, responses.ResponseNewParams{Model: "gpt-5"})
+		require.NoError(t, err, "openai-go reads the response")
+		_, err = openaigo.OutputItems(resp)
+		require.ErrorIs(t, err, session.ErrInvalidItem, "output %s", bad)
+		require.ErrorContains(t, err, "output 1 of response")
+		s := memSession(t, "x")
+		require.ErrorIs(t, openaigo.New(s, openaigo.Options{}).AddResponse(ctx, resp), session.ErrInvalidItem)
+		stored, err := session.All(ctx, s)
+		require.NoError(t, err)
+		require.Empty(t, stored, "nothing of a refused response is stored")
+	}
+}
+
 // TestTurn: a response that needs no approval, with its tool's output,
 // lands as one turn, byte for byte, and the next input holds it.
 func TestTurn(t *testing.T) {
