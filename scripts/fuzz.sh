@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Runs every fuzz target of the module for FUZZTIME, JOBS targets at a time
-# (each with -parallel 1 when JOBS > 1, so that JOBS equals the cores used),
+# Runs every fuzz target of the repository, in the root module and in the
+# nested ones (integrations/openaigo, ...), for FUZZTIME, JOBS targets at a
+# time (each with -parallel 1 when JOBS > 1, so that JOBS equals the cores
+# used),
 # keeps each target's output in LOGS, and prints one line per target: its
 # executions and whether it passed. A failing input is written by go test
 # into the package's testdata/fuzz/<target>/, where it joins the seed corpus.
@@ -15,12 +17,16 @@ set -euo pipefail
 : "${FUZZTIME:=30s}" "${JOBS:=1}" "${GO:=go}"
 LOGS=${LOGS:-$(mktemp -d -t fuzz-XXXXXX)}
 mkdir -p "$LOGS"
+LOGS=$(cd "$LOGS" && pwd)
+cd "$(dirname "$0")/.."
 export FUZZTIME GO LOGS
 export PARALLEL=""
 if [ "$JOBS" -gt 1 ]; then PARALLEL="-parallel 1"; fi
 
 targets() {
-	"$GO" list -f '{{.ImportPath}} {{.Dir}}' ./... | while read -r pkg dir; do
+	find . -name go.mod -not -path "*/testdata/*" | sort | while read -r mod; do
+		(cd "$(dirname "$mod")" && "$GO" list -f "{{.ImportPath}} {{.Dir}}" ./...)
+	done | while read -r pkg dir; do
 		grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed "s|^func |$pkg $dir |" || true
 	done
 }
@@ -32,7 +38,7 @@ one() {
 	before=$(ls "$corpus" 2>/dev/null | wc -l)
 	execs() { grep -o 'execs: [0-9]*' "$log" | tail -n 1; }
 	# shellcheck disable=SC2086
-	if "$GO" test -run='^$' -fuzz="^$target\$" -fuzztime="$FUZZTIME" $PARALLEL "$pkg" >"$log" 2>&1; then
+	if (cd "$dir" && "$GO" test -run='^$' -fuzz="^$target\$" -fuzztime="$FUZZTIME" $PARALLEL .) >"$log" 2>&1; then
 		n=$(execs)
 		echo "PASS $pkg $target: ${n:-execs not reported (go test reports every 3 s)}"
 		return 0
