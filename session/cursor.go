@@ -36,7 +36,9 @@ func parseFallbackCursor(c Cursor) (int, string, error) {
 	rest, ok := strings.CutPrefix(string(c), fallbackPrefix)
 	count, sum, ok2 := strings.Cut(rest, ":")
 	n, err := strconv.Atoi(count)
-	if !ok || !ok2 || err != nil || n < 0 || len(sum) != 32 {
+	// Only the spelling fallbackCursor writes: no sign or leading zero, a
+	// digest of 32 lower-case hex digits.
+	if !ok || !ok2 || err != nil || n < 0 || count != strconv.Itoa(n) || len(sum) != 32 || strings.Trim(sum, "0123456789abcdef") != "" {
 		return 0, "", fmt.Errorf("%w: %q is not a cursor ReadSince returned", ErrInvalidCursor, string(c))
 	}
 	return n, sum, nil

@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/agentsessions/sessions/internal/testkit/cursortest"
 	"github.com/agentsessions/sessions/session"
 )
 
@@ -109,5 +110,27 @@ func FuzzParseMessageDocument(f *testing.F) {
 			}
 		}
 		_ = bad
+	})
+}
+
+// FuzzFollowCursor: a cursor ItemsSince accepts is one it writes for the
+// session (or the zero cursor); a cursor of the previous format naming
+// the session is session.ErrCursorLost, and any other string
+// session.ErrInvalidCursor.
+func FuzzFollowCursor(f *testing.F) {
+	const sid = "s"
+	id := append([]byte{byte(bson.TypeInt64)}, 7, 0, 0, 0, 0, 0, 0, 0)
+	at := docPos{ok: true, seq: 4, id: id}
+	for _, c := range []followCursor{{}, {gen: 1, x: at, k: 1}, {gen: 2, r: at, rLen: 3, x: at, k: 5}} {
+		f.Add(string(c.format(sid)))
+	}
+	tag := followPrefix + followTag(sid) + ":"
+	for _, tail := range []string{"0:::0", "00:::0", "0:4,12:4,12:1", "0:4,1207000000000000,0:4,1207000000000000:1", "0:4,1207000000000000,1:4,1207000000000000:-1"} {
+		f.Add(tag + tail)
+	}
+	f.Add(oldFollowPrefix + followTag(sid) + ":0::")
+	f.Fuzz(func(t *testing.T, c string) {
+		got, _, err := parseFollowCursor(sid, session.Cursor(c))
+		cursortest.Parsed(t, c, got, err, func(p followCursor) string { return string(p.format(sid)) }, session.ErrCursorLost)
 	})
 }

@@ -5,7 +5,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
+
+	"github.com/agentsessions/sessions/internal/testkit/cursortest"
+	"github.com/agentsessions/sessions/session"
 )
 
 // FuzzStoredID: every id maps to text PostgreSQL can store, and back.
@@ -68,5 +72,24 @@ func FuzzParseID(f *testing.F) {
 				t.Fatalf("parseID(%q) = %d", b, id)
 			}
 		}
+	})
+}
+
+// FuzzFollowCursor: a cursor ItemsSince accepts is one it writes for the
+// session (or the zero cursor); any other string is
+// session.ErrInvalidCursor.
+func FuzzFollowCursor(f *testing.F) {
+	s := &Session{id: "s", sid: "s"}
+	at := time.Date(2026, 12, 5, 8, 0, 0, 123456000, time.UTC).Format(cursorTimeLayout)
+	later := time.Date(2026, 12, 5, 8, 0, 1, 0, time.UTC).Format(cursorTimeLayout)
+	for _, p := range []position{{}, {xID: 2, xAt: at}, {rID: 3, rAt: at, xID: 5, xAt: at}, {rID: 9, rAt: at, xID: 4, xAt: later}} {
+		f.Add(string(formatCursor(s.sid, p)))
+	}
+	for _, tail := range []string{"0,,0,", "03," + at + ",5," + at, "3," + at + ",0,", "3,2026-12-05T08:00:00.1,5," + at, "3," + at + ",2," + at, "-1,,0,"} {
+		f.Add(cursorPrefix + sessionTag(s.sid) + ":" + tail)
+	}
+	f.Fuzz(func(t *testing.T, c string) {
+		p, err := s.parseCursor(session.Cursor(c))
+		cursortest.Parsed(t, c, p, err, func(p position) string { return string(formatCursor(s.sid, p)) })
 	})
 }

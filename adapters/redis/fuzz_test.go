@@ -4,6 +4,9 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/agentsessions/sessions/internal/testkit/cursortest"
+	"github.com/agentsessions/sessions/session"
 )
 
 // FuzzEscapeID: escaping is injective and keeps braces out of the tag, and
@@ -95,6 +98,47 @@ func FuzzSeedURL(f *testing.F) {
 			if !found {
 				t.Fatalf("seedURL(%q) = %q lost seed %q", rest, u, s)
 			}
+		}
+	})
+}
+
+// FuzzFollowCursor: a cursor ItemsSince accepts is one it writes for the
+// session (or the zero cursor); any other string is
+// session.ErrInvalidCursor.
+func FuzzFollowCursor(f *testing.F) {
+	s := &Session{id: "s"}
+	for _, p := range []position{{epoch: "00000000000000ff", x: 1}, {epoch: "0123456789abcdef", pops: 3, r: 4, x: 9}} {
+		f.Add(string(s.formatCursor(p)))
+	}
+	for _, tail := range []string{"e:0:0:0", "e:0:01:1", "e:+0:1:1", "e:0:2:1", ":0:1:1", "e:0:1:1:1", "e:-1:1:1", "e:0:0:9223372036854775808"} {
+		f.Add(cursorPrefix + sessionTag(s.id) + ":" + tail)
+	}
+	f.Add(cursorPrefix + sessionTag("other") + ":e:0:1:1")
+	f.Fuzz(func(t *testing.T, c string) {
+		p, err := s.parseCursor(session.Cursor(c))
+		cursortest.Parsed(t, c, p, err, func(p position) string { return string(s.formatCursor(p)) })
+	})
+}
+
+// FuzzListCursor: a listing cursor ListSessionsPage accepts is one it
+// writes, and it never asks SCAN for a COUNT above the one a page uses.
+func FuzzListCursor(f *testing.F) {
+	for _, c := range []listCursor{{}, {addr: "127.0.0.1:7000", scan: 17}, {addr: "h:1", scan: 5, count: scanCount, next: 9, after: "an id with spaces"}} {
+		f.Add(c.String())
+	}
+	for _, s := range []string{"r1 h:1 0 9223372036854775807 5 x", "r1 h:1 0 0 5 x", "r1 h:1 0 7 0 ", "r1 h:1 00 0 0 ", "r1 h:1 +0 0 0 ", "r2 h:1 0 0 0 "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := parseListCursor(s)
+		switch {
+		case err != nil:
+		case c.String() != s:
+			t.Fatalf("%q reads as %#v, which a page writes as %q", s, c, c.String())
+		case c.after == "" && (c.count != 0 || c.next != 0):
+			t.Fatalf("%q: a cursor between batches with a COUNT or an end: %#v", s, c)
+		case c.after != "" && (c.count < 1 || c.count > scanCount):
+			t.Fatalf("%q: SCAN COUNT %d, outside 1..%d", s, c.count, scanCount)
 		}
 	})
 }

@@ -99,7 +99,11 @@ func parseListCursor(s string) (listCursor, error) {
 	c.scan, err[0] = strconv.ParseUint(parts[2], 10, 64)
 	c.count, err[1] = strconv.ParseInt(parts[3], 10, 64)
 	c.next, err[2] = strconv.ParseUint(parts[4], 10, 64)
-	if errors.Join(err[:]...) != nil || c.count < 0 {
+	// Only what a page writes is a cursor: a COUNT between 1 and scanCount
+	// inside a batch (the hint SCAN gave that batch; a larger one would make
+	// one SCAN walk the whole keyspace), none between batches.
+	if errors.Join(err[:]...) != nil || c.String() != s || c.count < 0 || c.count > scanCount ||
+		(c.after == "") != (c.count == 0) || c.after == "" && c.next != 0 {
 		return listCursor{}, bad
 	}
 	return c, nil

@@ -107,7 +107,9 @@ func (q *followQueries) parse(id string, c session.Cursor) (position, error) {
 	case len(fields) == 2:
 		p.x = n[1]
 	}
-	if p.x < p.r || (p.r == 0) != (p.rID == 0) {
+	// Only the spelling ItemsSince writes is a cursor: "s1:<hash>:5:5" names
+	// the position of "s1:<hash>:5", but no ItemsSince returned it.
+	if p.x < p.r || (p.r == 0) != (p.rID == 0) || q.format(id, p) != c {
 		return position{}, invalid
 	}
 	return p, nil

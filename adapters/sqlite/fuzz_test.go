@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/agentsessions/sessions/internal/testkit/cursortest"
 	"github.com/agentsessions/sessions/session"
 	"github.com/agentsessions/sessions/session/driver"
 )
@@ -100,6 +101,30 @@ func FuzzStoredRecord(f *testing.F) {
 		must(st.DB().QueryRowContext(ctx, `SELECT count(*) FROM agent_messages WHERE session_id = ?`, id).Scan(&left))
 		if want := 4 - len(want); left != want {
 			t.Fatalf("%d rows left after the pops, want the %d unreadable ones", left, want)
+		}
+	})
+}
+
+// FuzzFollowCursor: a cursor ItemsSince accepts, on either kind of store
+// (Python's SQLiteSession tables, AdvancedSQLiteSession's), is one it
+// writes for that session (or the zero cursor); any other string is
+// session.ErrInvalidCursor.
+func FuzzFollowCursor(f *testing.F) {
+	const id = "s"
+	plain, advanced := followQueries{}, followQueries{advanced: true}
+	for _, p := range []position{{}, {x: 3}, {r: 5, rID: 5, x: 5}, {r: 5, rID: 5, x: 9}, {r: 2, rID: 7, x: 4}} {
+		f.Add(string(plain.format(id, p)))
+		f.Add(string(advanced.format(id, p)))
+	}
+	for _, tail := range []string{"5:5", "05", "+5", "-5", "5:4", "0:0:0", "1:0:1", "0:1:0", "9223372036854775808"} {
+		f.Add(cursorPrefix + sessionTag(id) + ":" + tail)
+		f.Add(advancedCursorPrefix + sessionTag(id) + ":" + tail)
+	}
+	f.Add(cursorPrefix + sessionTag("other") + ":5")
+	f.Fuzz(func(t *testing.T, c string) {
+		for _, q := range []followQueries{plain, advanced} {
+			p, err := q.parse(id, session.Cursor(c))
+			cursortest.Parsed(t, c, p, err, func(p position) string { return string(q.format(id, p)) })
 		}
 	})
 }
