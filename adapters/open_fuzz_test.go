@@ -1,0 +1,60 @@
+package adapters_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentsessions/sessions/adapters"
+)
+
+// openTargets are a URL of each backend but its password and query, on a
+// port nothing listens on.
+var openTargets = []struct{ scheme, rest string }{
+	{"memory", ""},
+	{"sqlite", "/tmp/agentsessions-fuzz-none/s.db"},
+	{"redis", "127.0.0.1:1/0"},
+	{"rediss", "127.0.0.1:1/0"},
+	{"redis+cluster", "127.0.0.1:1"},
+	{"redis+sentinel", "127.0.0.1:1/mymaster"},
+	{"unix", "/tmp/agentsessions-fuzz-none.sock"},
+	{"mongodb", "127.0.0.1:1/db"},
+	{"postgres", "127.0.0.1:1/db"},
+	{"postgresql", "127.0.0.1:1/db"},
+}
+
+// FuzzOpenHidesPassword: whatever query follows it, on every scheme, the
+// error Open returns (an option refused, the driver's own error, a server
+// that cannot be reached) never shows the URL's password. The password is
+// random for every call, so no input the fuzzer makes holds it.
+func FuzzOpenHidesPassword(f *testing.F) {
+	for i := range openTargets {
+		for _, q := range []string{"", "tll=1h", "layout=bad", "db=x", "dial_timeout=-1s", "sslmode=bogus", "connect_timeout=1",
+			"schema=bad%20name", "replicaSet=rs0&sessions_colection=x", "ttl=1h&refresh_on_read=maybe", "pool_size=%zz", "a=b;c"} {
+			f.Add(uint8(i), q)
+		}
+	}
+	f.Fuzz(func(t *testing.T, target uint8, query string) {
+		o := openTargets[int(target)%len(openTargets)]
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		secret := "Zq" + hex.EncodeToString(b[:])
+		dsn := o.scheme + "://u:" + secret + "@" + o.rest + "?" + query
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		defer cancel()
+		st, err := adapters.Open(ctx, dsn)
+		if err == nil {
+			_ = st.Close()
+			return
+		}
+		msg := err.Error()
+		for i := 0; i+6 <= len(secret); i++ {
+			if strings.Contains(msg, secret[i:i+6]) {
+				t.Fatalf("Open(%q) shows part of the password: %s", dsn, msg)
+			}
+		}
+	})
+}
