@@ -237,3 +237,31 @@ func mutants(rng *rand.Rand, base []string, alphabet []byte, n int) []string {
 	}
 	return out
 }
+
+// FuzzReadable: the pop script's check, as the server runs it, against
+// the client's decoder: neither readable nor readable_full ever takes a
+// record the client refuses (PopItem deletes what the check takes, in one
+// step), and the two agree.
+func FuzzReadable(f *testing.F) {
+	for _, set := range [][]string{readableCorpus, unreadable, nanItems} {
+		for _, r := range set {
+			f.Add(r)
+		}
+	}
+	for _, it := range benchItems("f", 2) {
+		f.Add(it.String())
+	}
+	st := newStore(f, standaloneClient(f), Options{KeyPrefix: uniquePrefix(f)})
+	f.Fuzz(func(t *testing.T, rec string) {
+		inChunks(t, st, readableBothScript, []string{rec}, func(_ []string, vals []int64) {
+			require.Len(t, vals, 2)
+			fast, full := vals[0] == 1, vals[1] == 1
+			if fast != full {
+				t.Fatalf("readable says %t, readable_full %t, for %q", fast, full, rec)
+			}
+			if _, err := driver.DecodeStoredString(rec); full && err != nil {
+				t.Fatalf("the server's check takes %q, which the client refuses: %v", rec, err)
+			}
+		})
+	})
+}
