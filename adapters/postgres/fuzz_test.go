@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"encoding/binary"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/agentsessions/sessions/internal/testkit/cursortest"
 	"github.com/agentsessions/sessions/session"
+	"github.com/agentsessions/sessions/session/driver"
 )
 
 // FuzzStoredID: every id maps to text PostgreSQL can store, and back.
@@ -91,5 +93,61 @@ func FuzzFollowCursor(f *testing.F) {
 	f.Fuzz(func(t *testing.T, c string) {
 		p, err := s.parseCursor(session.Cursor(c))
 		cursortest.Parsed(t, c, p, err, func(p position) string { return string(formatCursor(s.sid, p)) })
+	})
+}
+
+// FuzzStoredRecord: on any text PostgreSQL holds, objectCheck (the
+// server's test that lets a pop delete in one statement) is never true
+// where the client's decoder refuses the record; and PopItem on a session
+// whose newest row is the record, above a valid item, takes the record
+// exactly when the client reads it, and otherwise pops the item below,
+// leaving the record where it was.
+func FuzzStoredRecord(f *testing.F) {
+	for _, rec := range []string{`{"role":"user","content":"hi"}`, ` {"a":1} `, "{\"a\":\n1}", `{}`, `not json`, `[1,2]`, `null`, `{"cut":`,
+		`{"a":NaN}`, `{"a":-Infinity}`, `{"a":"\ud800"}`, `{"a":"\u0000"}`, `{"a":1,"a":2}`, `{"a":1e400}`, "{\"a\":\"\t\"}",
+		`{"a":` + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + `}`, `{"a":"` + strings.Repeat("[", 10001) + `"}`} {
+		f.Add(rec)
+	}
+	ctx := context.Background()
+	// Unreadable records are reported to a handler that drops them (the
+	// default logs each one).
+	st := openStore(f, Options{OnCorrupt: func(context.Context, driver.CorruptRecord) {}})
+	below := session.MustItem(`{"role":"user","content":"below"}`)
+	f.Fuzz(func(t *testing.T, rec string) {
+		if !utf8.ValidString(rec) || strings.ContainsRune(rec, 0) {
+			return // no PostgreSQL text holds it
+		}
+		s, err := st.Session("fuzz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Clear(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AddItems(ctx, []session.Item{below}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.AppendRaw(ctx, s.id, []byte(rec)); err != nil {
+			t.Fatal(err)
+		}
+		want, unreadable := driver.DecodeStoredString(rec)
+		var taken bool
+		err = st.Pool().QueryRow(ctx, `SELECT `+objectCheck+` FROM (SELECT $1::text AS message_data) AS r`, rec).Scan(&taken)
+		if err == nil && taken && unreadable != nil {
+			t.Fatalf("the server's check takes %q, which the client refuses: %v", rec, unreadable)
+		}
+		if unreadable == nil {
+			want = session.MustItem(want.String()) // own its bytes
+		} else {
+			want = below
+		}
+		got, ok, err := s.PopItem(ctx)
+		if err != nil || !ok || got.String() != want.String() {
+			t.Fatalf("PopItem with %q on top = %q, %t, %v; want %q", rec, got.String(), ok, err, want.String())
+		}
+		left := rawRows(t, st, s.id)
+		if unreadable == nil && (len(left) != 1 || left[0] != below.String()) || unreadable != nil && (len(left) != 1 || left[0] != rec) {
+			t.Fatalf("PopItem with %q on top left %q", rec, left)
+		}
 	})
 }

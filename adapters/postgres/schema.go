@@ -50,6 +50,15 @@ type queries struct {
 	ops opsQueries
 }
 
+// objectCheck is true for a message_data that PostgreSQL's json parser,
+// which is strict RFC 8259 as session's validator is, reads as one object
+// with at most 10000 brackets (the validator's depth limit; a text of at
+// most 10000 bytes cannot hold more, and octet_length is O(1)), so that a
+// pop never deletes a row Go would call corrupt (FuzzStoredRecord).
+const objectCheck = `json_typeof(message_data::json) = 'object'
+	AND (octet_length(message_data) <= 10000
+		OR octet_length(message_data) - octet_length(translate(message_data, '[{', '')) <= 10000)`
+
 func newQueries(o Options) *queries {
 	prefix, regPrefix := "", ""
 	if o.Schema != "" {
@@ -136,21 +145,15 @@ func newQueries(o Options) *queries {
 	// returns NULL when there is no session row.
 	q.popLock = `SELECT (SELECT true FROM ` + s + ` WHERE session_id = $1 FOR UPDATE)
 	FROM (SELECT pg_advisory_xact_lock(hashtextextended('` + m + `:' || $1::text, 0)) OFFSET 0) AS k`
-	// popObject deletes the newest row only if PostgreSQL's json parser,
-	// which is strict RFC 8259 as session's validator is, reads it as one
-	// object with at most 10000 brackets (the validator's depth limit; a
-	// text of at most 10000 bytes cannot hold more, and octet_length is
-	// O(1)), so that it never deletes a row Go would call corrupt. A row that is not
-	// JSON makes the cast fail the statement (nothing deleted); one that is
-	// other JSON deletes nothing. The test is a filter on the one row the
-	// primary key finds for the id the InitPlan picked, never on other
-	// rows. It runs after popLock, in the same transaction: its snapshot is
-	// taken once the locks are held, so the row it picks is the newest
-	// when the pop takes effect.
+	// popObject deletes the newest row only if it passes objectCheck. A
+	// row that is not JSON makes the cast fail the statement (nothing
+	// deleted); one that is other JSON deletes nothing. The test is a
+	// filter on the one row the primary key finds for the id the InitPlan
+	// picked, never on other rows. It runs after popLock, in the same
+	// transaction: its snapshot is taken once the locks are held, so the
+	// row it picks is the newest when the pop takes effect.
 	q.popObject = `DELETE FROM ` + m + ` WHERE id = (SELECT id FROM ` + m + oneSession + newestFirst + ` LIMIT 1)
-	AND json_typeof(message_data::json) = 'object'
-	AND (octet_length(message_data) <= 10000
-		OR octet_length(message_data) - octet_length(translate(message_data, '[{', '')) <= 10000)
+	AND ` + objectCheck + `
 	RETURNING id, message_data, created_at::text`
 	q.hasRows = `SELECT EXISTS (SELECT FROM ` + m + oneSession + `)`
 	q.restore = `INSERT INTO ` + m + ` (id, session_id, message_data, created_at) VALUES ($1::bigint, $2, $3, $4::timestamp)`
