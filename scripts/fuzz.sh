@@ -2,10 +2,10 @@
 # Runs every fuzz target of the repository, in the root module and in the
 # nested ones (integrations/openaigo, ...), for FUZZTIME, JOBS targets at a
 # time (each with -parallel 1 when JOBS > 1, so that JOBS equals the cores
-# used),
-# keeps each target's output in LOGS, and prints one line per target: its
-# executions and whether it passed. A failing input is written by go test
-# into the package's testdata/fuzz/<target>/, where it joins the seed corpus.
+# used), keeps each target's output in LOGS, and prints one line per
+# target: its executions and whether it passed. A failing input is written
+# by go test into the package's testdata/fuzz/<target>/, where it joins the
+# seed corpus.
 #
 # Go before 1.27 may fail a target with a bare "context deadline exceeded"
 # as -fuzztime runs out (a race in its fuzzing coordinator,
