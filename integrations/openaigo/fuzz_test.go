@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
-	"sync"
 	"testing"
 
 	"github.com/openai/openai-go/v3/responses"
@@ -16,48 +13,6 @@ import (
 	"github.com/agentsessions/sessions/integrations/openaigo"
 	"github.com/agentsessions/sessions/session"
 )
-
-// wireAPI is a Responses API stand-in for the fuzz targets: it keeps the
-// last request body and answers every request with a response whose one
-// output item is the bytes it was told (none when nil). Unlike captureAPI
-// it keeps one body, so that millions of requests use constant memory.
-type wireAPI struct {
-	srv  *httptest.Server
-	mu   sync.Mutex
-	body []byte
-	out  []byte
-}
-
-func newWireAPI(tb testing.TB) *wireAPI {
-	a := &wireAPI{}
-	a.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body bytes.Buffer
-		_, _ = body.ReadFrom(r.Body)
-		a.mu.Lock()
-		a.body = body.Bytes()
-		out := a.out
-		a.mu.Unlock()
-		var items [][]byte
-		if out != nil {
-			items = [][]byte{out}
-		}
-		writeResponse(w, "resp_fuzz", items)
-	}))
-	tb.Cleanup(a.srv.Close)
-	return a
-}
-
-func (a *wireAPI) reply(out []byte) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.out = out
-}
-
-func (a *wireAPI) lastBody() []byte {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.body
-}
 
 // addFixtures seeds f with every item of testdata/items.jsonl and with
 // shapes at the edges of what a stored item may hold.
@@ -92,8 +47,8 @@ func addFixtures(f *testing.F) {
 // an error; it never goes out altered.
 func FuzzInputWire(f *testing.F) {
 	addFixtures(f)
-	api := newWireAPI(f)
-	client := newClient(api.srv.URL)
+	api := newCaptureAPI(f, nil)
+	client := newClient(api.URL())
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		it, err := session.NewItem(raw)
@@ -106,7 +61,6 @@ func FuzzInputWire(f *testing.F) {
 		require.NoError(t, err)
 		require.Equal(t, string(it.Bytes()), string(again.Bytes()), "the codec keeps the bytes")
 
-		api.reply(nil)
 		_, err = client.Responses.New(ctx, responses.ResponseNewParams{
 			Model: "gpt-5",
 			Input: responses.ResponseNewParamsInputUnion{OfInputItemList: openaigo.InputParams([]session.Item{it})},
@@ -116,7 +70,7 @@ func FuzzInputWire(f *testing.F) {
 			return
 		}
 		require.NoError(t, err)
-		sent := inputOf(t, api.lastBody())
+		sent := api.lastInput(t)
 		require.Len(t, sent, 1)
 		require.Equal(t, compact(t, it.Bytes()), string(sent[0]))
 	})
@@ -129,8 +83,8 @@ func FuzzInputWire(f *testing.F) {
 // through InputParams, goes out as the API sent it (compacted).
 func FuzzResponseWire(f *testing.F) {
 	addFixtures(f)
-	api := newWireAPI(f)
-	client := newClient(api.srv.URL)
+	api := newCaptureAPI(f, nil)
+	client := newClient(api.URL())
 	ctx := context.Background()
 	st := memory.New(memory.Options{})
 	f.Fuzz(func(t *testing.T, raw []byte) {
@@ -138,11 +92,9 @@ func FuzzResponseWire(f *testing.F) {
 		if !json.Valid(raw) {
 			return // the API sends JSON; anything else breaks the whole body
 		}
-		api.reply(raw)
+		api.reply([][]byte{raw})
 		resp, err := client.Responses.New(ctx, responses.ResponseNewParams{Model: "gpt-5"})
-		if err != nil {
-			return // openai-go could not read the response: nothing reaches us
-		}
+		require.NoError(t, err, "openai-go reads a response whatever JSON value its output holds")
 		s, err := st.Session("fuzz")
 		require.NoError(t, err)
 		require.NoError(t, s.Clear(ctx))
@@ -171,7 +123,7 @@ func FuzzResponseWire(f *testing.F) {
 			Input: responses.ResponseNewParamsInputUnion{OfInputItemList: openaigo.InputParams(stored)},
 		})
 		require.NoError(t, err)
-		sent := inputOf(t, api.lastBody())
+		sent := api.lastInput(t)
 		require.Len(t, sent, 1)
 		require.Equal(t, compact(t, raw), string(sent[0]), "the item goes back as the API sent it")
 	})
