@@ -95,7 +95,7 @@ func (q *followQueries) parse(id string, c session.Cursor) (position, error) {
 	var n [3]int64
 	for i, f := range fields {
 		v, err := strconv.ParseInt(f, 10, 64)
-		if err != nil || v < 0 || f != strconv.FormatInt(v, 10) {
+		if err != nil || v < 0 {
 			return position{}, invalid
 		}
 		n[i] = v
@@ -107,8 +107,9 @@ func (q *followQueries) parse(id string, c session.Cursor) (position, error) {
 	case len(fields) == 2:
 		p.x = n[1]
 	}
-	// Only the spelling ItemsSince writes is a cursor: "s1:<hash>:5:5" names
-	// the position of "s1:<hash>:5", but no ItemsSince returned it.
+	// Only the spelling ItemsSince writes is a cursor (no sign, no leading
+	// zero): "s1:<hash>:5:5" names the position of "s1:<hash>:5", but no
+	// ItemsSince returned it.
 	if p.x < p.r || (p.r == 0) != (p.rID == 0) || q.format(id, p) != c {
 		return position{}, invalid
 	}
