@@ -88,6 +88,7 @@ type Checkpoint struct {
 	claimed    *PendingWrite            // a held record TakeHeld claimed and no save settled yet
 	atomic     bool                     // appends commit with the checkpoint (a Run's atomic store): no tail digests
 	memo       *encoded                 // the last document MarshalJSON wrote
+	run        runMeta                  // the Run's own member (claims, open turn, response id)
 }
 
 // resumable reports whether a step can carry a pending write (rule 2).
@@ -128,7 +129,7 @@ func (cp *Checkpoint) UnmarshalJSON(data []byte) error {
 }
 
 // modelled lists the top-level members the Checkpoint fields own.
-var modelled = []string{keySchema, keyStep, keyCount, keyPending, keyTerminal}
+var modelled = []string{keySchema, keyStep, keyCount, keyPending, keyTerminal, keyRun}
 
 const (
 	keySchema   = "$schemaVersion"
@@ -194,6 +195,15 @@ func (cp *Checkpoint) load(data []byte) error {
 			return loadErr(ErrInvalidTerminalMarker, ruleTerminalMarker, "needs schema %s or newer, the document is %s", pendingWriteSchema, label)
 		}
 		cp.Terminal = true
+	}
+
+	// The Run's own member.
+	if raw, ok := lookup(ms, keyRun); ok {
+		m, err := decodeRunMeta(raw)
+		if err != nil {
+			return err
+		}
+		cp.run = m
 	}
 
 	// pending_session_write (null means none).
@@ -360,6 +370,11 @@ func (cp *Checkpoint) MarshalJSON() ([]byte, error) {
 	} else {
 		ms = deleteMember(ms, keyTerminal)
 	}
+	if run := cp.run.encode(cp.pendingIDs()); run != nil {
+		ms = setMember(ms, keyRun, run)
+	} else {
+		ms = deleteMember(ms, keyRun)
+	}
 	if m := cp.memo; w == nil && m != nil && sameMembers(m.ms, ms) {
 		return bytes.Clone(m.out), nil
 	}
@@ -507,6 +522,7 @@ func (cp *Checkpoint) Clone() *Checkpoint {
 		Terminal:       cp.Terminal,
 		members:        cloneMembers(cp.members),
 		claimed:        cp.claimed.clone(),
+		run:            cp.run.clone(),
 	}
 	return c
 }

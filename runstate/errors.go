@@ -135,4 +135,5 @@ const (
 	rulePendingBefore         rule = "pending.before"                    // §3.2.11
 	rulePendingPersistedCount rule = "pending.persisted_count"           // §3.2.12
 	rulePendingVariant        rule = "pending.variant"                   // a variant's own rules (compaction metadata, pending input, current_response)
+	ruleRun                   rule = "agentsessions_run"                 // the Run's own member: claims, open turn, response id
 )

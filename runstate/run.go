@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
+	"time"
 
 	"github.com/agentsessions/sessions/history"
 	"github.com/agentsessions/sessions/internal/capwrap"
@@ -55,6 +57,9 @@ type Options struct {
 	// Policy is the reasoning-item id policy items are saved under (nil:
 	// keep ids).
 	Policy *Policy
+	// Owner names this process in the claims it records, for whoever
+	// finds them in doubt; host:pid when empty.
+	Owner string
 }
 
 // Run is one conversation's agent run, persisted as it goes: it owns the
@@ -89,6 +94,9 @@ type Run struct {
 	attempt []byte          // the document of the last atomic commit tried
 	outputs []session.Item  // outputs Output folded into the held batch since Open
 	wrapped session.Session // r.s as session returns it, made once
+	mine    map[string]bool // calls this Run claimed
+	owner   string
+	done    bool // Finish ended the run
 }
 
 // Open loads the run's checkpoint from s's store (a new one when none is
@@ -101,9 +109,12 @@ func Open(ctx context.Context, s session.Session, opts Options) (*Run, error) {
 	if s == nil {
 		return nil, errors.New("runstate: Open needs a session")
 	}
-	r := &Run{s: s, name: opts.Name, opts: opts}
+	r := &Run{s: s, name: opts.Name, opts: opts, owner: opts.Owner}
 	if r.name == "" {
 		r.name = DefaultName
+	}
+	if r.owner == "" {
+		r.owner = defaultOwner()
 	}
 	if cs, ok := s.(session.CheckpointStore); ok {
 		r.store = cs
@@ -136,21 +147,168 @@ func Open(ctx context.Context, s session.Session, opts Options) (*Run, error) {
 	return r, nil
 }
 
-// Awaiting returns the ids of the calls awaiting approval, oldest first;
-// nil when the run is not interrupted.
+// Awaiting returns the ids of the calls awaiting approval that no one
+// claimed, oldest first; nil when the run is not interrupted. A claimed
+// call is never offered here again: see Claim and InDoubt.
 func (r *Run) Awaiting() []string {
-	if r.cp.Step.Kind != StepInterruption {
+	awaiting, _, _ := r.cp.split(r.mine)
+	return awaiting
+}
+
+// InDoubt returns the ids of the calls claimed by another Run (another
+// process, or one before a restart) whose outputs are not recorded: their
+// tools may have run, or died running. Each is resolved with Output (the
+// result found, e.g. by asking the tool's system under the call id, which
+// is the natural idempotency key), Reclaim (run it again, on purpose) or
+// Abandon (tell the model its outcome is unknown).
+func (r *Run) InDoubt() []string {
+	_, _, inDoubt := r.cp.split(r.mine)
+	return inDoubt
+}
+
+// Claim records, in one versioned save of the stored checkpoint, that the
+// tool of an awaited call is starting: call it after the approval and
+// before the tool runs, and record the tool's Output when it returns. Of
+// two processes that claim one call, exactly one succeeds; the other gets
+// an error wrapping session.ErrCheckpointConflict and must not run the
+// tool. After a crash inside the tool, the next Open reports the call in
+// doubt (InDoubt, Next), never awaiting.
+//
+// What holds for a tool's side effects: a claimed tool runs at most once
+// (in doubt after a crash inside it, until the caller resolves it); a tool
+// run without a claim runs at least once (a crash before its Output is
+// recorded offers the call again). The history is exactly once either way.
+//
+// A call this Run claimed already is no error. A call in doubt is an
+// *InDoubtError (Reclaim it to run it again); a call that does not await
+// approval is ErrNotAwaiting. If the save fails nothing is claimed; a save
+// whose reply was lost leaves the call in doubt for the next Open, which
+// is safe: the tool did not run.
+func (r *Run) Claim(ctx context.Context, callID string) error {
+	awaiting, running, inDoubt := r.cp.split(r.mine)
+	switch {
+	case slices.Contains(running, callID):
 		return nil
+	case slices.Contains(inDoubt, callID):
+		return r.inDoubt(inDoubt)
+	case !slices.Contains(awaiting, callID):
+		return fmt.Errorf("%w: %s", ErrNotAwaiting, callID)
 	}
-	return slices.Clone(r.cp.Step.PendingCallIDs)
+	return r.claim(ctx, callID)
+}
+
+// Reclaim claims a call in doubt for this Run, to run its tool again on
+// purpose (the tool's system said it did not act on the call id, or it is
+// idempotent). Like Claim, one of two reclaimers wins and the other gets
+// session.ErrCheckpointConflict. A call not in doubt is ErrNotInDoubt.
+func (r *Run) Reclaim(ctx context.Context, callID string) error {
+	if _, _, inDoubt := r.cp.split(r.mine); !slices.Contains(inDoubt, callID) {
+		return fmt.Errorf("%w: %s", ErrNotInDoubt, callID)
+	}
+	return r.claim(ctx, callID)
+}
+
+func (r *Run) claim(ctx context.Context, callID string) error {
+	prev := r.cp.run.clone()
+	r.cp.setClaim(callID, r.owner, time.Now())
+	doc, err := r.cp.MarshalJSON()
+	if err == nil {
+		err = r.put(ctx, doc) // always a write: the version check is the claim
+	}
+	if err != nil {
+		r.cp.run = prev
+		return err
+	}
+	if r.mine == nil {
+		r.mine = map[string]bool{}
+	}
+	r.mine[callID] = true
+	return nil
+}
+
+// Abandon resolves a claimed call (in doubt, or this Run's own whose tool
+// failed) by recording an output that tells the model message, e.g. that
+// the outcome is unknown: a function_call_output or custom_tool_call_output
+// whose output is message. For other call types, build the output and
+// record it with Output.
+func (r *Run) Abandon(ctx context.Context, callID, message string) error {
+	if !r.cp.isClaimed(callID) {
+		return fmt.Errorf("runstate: Abandon: %s is not claimed", callID)
+	}
+	call, err := r.findCall(ctx, callID)
+	if err != nil {
+		return err
+	}
+	typ, _ := history.OutputTypeFor(call.Type())
+	if typ != "function_call_output" && typ != "custom_tool_call_output" {
+		return fmt.Errorf("runstate: Abandon writes only function and custom tool outputs; record the %s of %s with Output", typ, callID)
+	}
+	out, err := session.NewItem(encodeObject([]member{
+		{Key: "type", Value: encodeString(typ)},
+		{Key: "call_id", Value: encodeString(callID)},
+		{Key: "output", Value: encodeString(message)},
+	}))
+	if err != nil {
+		return err
+	}
+	return r.Output(ctx, out)
+}
+
+// findCall returns the call item of id: from the withheld batch, or else
+// the newest in the session.
+func (r *Run) findCall(ctx context.Context, id string) (session.Item, error) {
+	var pool []session.Item
+	if w := r.cp.Pending; w != nil && w.Held {
+		pool = w.Items
+	}
+	for _, it := range slices.Backward(pool) {
+		if k, ok := history.CallKey(it); ok && k.ID == id {
+			return it, nil
+		}
+	}
+	found, _, err := findInSession(ctx, r.s, []string{id})
+	if err != nil {
+		return session.Item{}, err
+	}
+	if it, ok := found[id]; ok {
+		return it, nil
+	}
+	return session.Item{}, &UnknownCallError{CallIDs: []string{id}}
+}
+
+// inDoubt returns the *InDoubtError naming ids.
+func (r *Run) inDoubt(ids []string) error {
+	e := &InDoubtError{CallIDs: ids}
+	for _, c := range r.cp.Claims() {
+		if slices.Contains(ids, c.CallID) {
+			e.Claims = append(e.Claims, c)
+		}
+	}
+	return e
+}
+
+// unanswered fails while a call awaits approval, runs or is in doubt.
+func (r *Run) unanswered() error {
+	awaiting, running, inDoubt := r.cp.split(r.mine)
+	if len(inDoubt) > 0 {
+		return r.inDoubt(inDoubt)
+	}
+	if ids := append(awaiting, running...); len(ids) > 0 {
+		return fmt.Errorf("%w: %v", ErrAwaiting, ids)
+	}
+	return nil
 }
 
 // Input persists the run's input items (the user's message), before the
 // first model call.
 func (r *Run) Input(ctx context.Context, items ...session.Item) error {
+	if err := r.unanswered(); err != nil {
+		return err
+	}
 	if r.cp.Step.Kind == StepNone {
 		r.cp.SetStep(StepRunAgain) // the next step is a model call
 	}
+	r.done = false
 	return r.save(ctx, func(s session.Session) error {
 		_, err := r.cp.Save(ctx, s, SaveArgs{Input: items, Register: true})
 		return err
@@ -159,14 +317,31 @@ func (r *Run) Input(ctx context.Context, items ...session.Item) error {
 
 // Turn persists a model response's turn that did not end in an approval
 // (its messages, reasoning, tool calls and their outputs); the run goes on
-// with another model call. responseID may be empty.
+// with another model call. responseID may be empty. It fails with
+// ErrAwaiting (or an *InDoubtError) while an interrupted call is not
+// answered, and with ErrUnsettled while a withheld batch waits for Settle.
 func (r *Run) Turn(ctx context.Context, responseID string, items ...session.Item) error {
+	if err := r.ready(); err != nil {
+		return err
+	}
 	r.cp.StartTurn()
 	r.cp.SetStep(StepRunAgain)
+	r.cp.run.TurnOpen, r.cp.run.ResponseID, r.done = false, responseID, false
 	return r.save(ctx, func(s session.Session) error {
 		_, err := r.cp.Save(ctx, s, SaveArgs{NewItems: items, Slice: true, Register: true, ResponseID: responseID, Policy: r.opts.Policy})
 		return err
 	})
+}
+
+// ready fails unless a new turn may start.
+func (r *Run) ready() error {
+	if err := r.unanswered(); err != nil {
+		return err
+	}
+	if r.cp.HasHeld() {
+		return ErrUnsettled
+	}
+	return nil
 }
 
 // Interrupt persists a turn that ended with the calls awaiting approval:
@@ -174,12 +349,25 @@ func (r *Run) Turn(ctx context.Context, responseID string, items ...session.Item
 // output-guardrail gate (Options) they are withheld from the session and
 // ride the checkpoint until Settle; otherwise they are saved now. Either
 // way the checkpoint names the awaited calls, and the process may exit.
+//
+// Each awaited id must name a call among items, or an unanswered call in
+// the session: otherwise the call is an *UnknownCallError (or an
+// *AnsweredError for a call answered already) and nothing is written, so
+// no output can ever be recorded without its call.
 func (r *Run) Interrupt(ctx context.Context, responseID string, items []session.Item, awaiting ...string) error {
 	if len(awaiting) == 0 {
 		return errors.New("runstate: Interrupt needs the ids of the calls awaiting approval")
 	}
+	if err := r.ready(); err != nil {
+		return err
+	}
+	awaiting = slices.Compact(slices.Clone(awaiting))
+	if err := r.checkAwaited(ctx, items, awaiting); err != nil {
+		return err
+	}
 	r.cp.StartTurn()
-	r.cp.Step = Step{Kind: StepInterruption, PendingCallIDs: slices.Clone(awaiting)}
+	r.cp.Step = Step{Kind: StepInterruption, PendingCallIDs: awaiting}
+	r.cp.run.TurnOpen, r.cp.run.ResponseID, r.done = true, responseID, false
 	if ShouldDefer(r.opts.OutputGuardrails, r.opts.ToolUse) {
 		var id *string
 		if responseID != "" {
@@ -196,18 +384,69 @@ func (r *Run) Interrupt(ctx context.Context, responseID string, items []session.
 	})
 }
 
-// Output records the output of an awaited call (the tool's result once
-// approved and run, or the rejection the model is to see), as soon as it
-// exists: withheld calls keep it on the checkpoint beside them, otherwise
-// it is appended now. The call no longer awaits approval, so a restart
-// never runs it again; when no call awaits any more, a restart settles the
-// batch at Open.
+// checkAwaited refuses awaited ids that name no call of the turn nor an
+// unanswered call of the session.
+func (r *Run) checkAwaited(ctx context.Context, items []session.Item, ids []string) error {
+	calls, answered := map[string]bool{}, map[string]bool{}
+	for _, it := range items {
+		if k, ok := history.CallKey(it); ok {
+			calls[k.ID] = true
+		}
+		if k, ok := history.AnsweredKey(it); ok {
+			answered[k.ID] = true
+		}
+	}
+	var look []string
+	for _, id := range ids {
+		if !calls[id] {
+			look = append(look, id)
+		}
+	}
+	if len(look) > 0 {
+		found, outs, err := findInSession(ctx, r.s, look)
+		if err != nil {
+			return err
+		}
+		var unknown []string
+		for _, id := range look {
+			if _, ok := found[id]; !ok {
+				unknown = append(unknown, id)
+			}
+		}
+		if len(unknown) > 0 {
+			return &UnknownCallError{CallIDs: unknown}
+		}
+		for id := range outs {
+			answered[id] = true
+		}
+	}
+	var done []string
+	for _, id := range ids {
+		if answered[id] {
+			done = append(done, id)
+		}
+	}
+	if len(done) > 0 {
+		return &AnsweredError{SessionID: r.s.SessionID(), CallIDs: done}
+	}
+	return nil
+}
+
+// Output records the output of an awaited call: the tool's result once
+// approved, claimed and run, the result found for a call in doubt, or the
+// rejection the model is to see (which needs no claim). Withheld calls
+// keep it on the checkpoint beside them; otherwise it is appended now. The
+// call no longer awaits approval, so a restart never runs it again; when
+// no call awaits any more, a restart settles the batch at Open.
+//
+// If another process answered the call first, or changed the checkpoint
+// since this Run loaded it, the error wraps session.ErrCheckpointConflict.
 func (r *Run) Output(ctx context.Context, output session.Item) error {
 	k, ok := history.AnsweredKey(output)
 	if !ok {
 		return fmt.Errorf("runstate: %s is not a tool output", output.Type())
 	}
-	if !slices.Contains(r.Awaiting(), k.ID) {
+	if !slices.Contains(r.cp.pendingIDs(), k.ID) {
 		return fmt.Errorf("%w: %s", ErrNotAwaiting, k.ID)
 	}
 	if r.cp.HasHeld() {
@@ -219,32 +458,57 @@ func (r *Run) Output(ctx context.Context, output session.Item) error {
 		if len(r.cp.Step.PendingCallIDs) == 0 {
 			r.cp.SetStep(StepRunAgain)
 		}
-		return r.sync(ctx)
+		if err := r.sync(ctx); err != nil {
+			return err
+		}
+		delete(r.mine, k.ID)
+		return nil
 	}
-	return r.save(ctx, func(s session.Session) error {
+	err := r.save(ctx, func(s session.Session) error {
 		_, err := r.cp.SaveResumedTurn(ctx, s, ResumedTurn{Items: []session.Item{output}, Policy: r.opts.Policy})
 		return err
 	})
+	if err == nil {
+		delete(r.mine, k.ID)
+	}
+	return err
 }
 
 // Settle ends the resumed turn: the withheld calls and their outputs land
 // in the session ahead of items (the rest of the resolved turn, if any) in
 // one ordered append, and the run goes on with another model call. It
-// fails with ErrAwaiting while a call still awaits its output.
+// fails with ErrAwaiting while a call still awaits its output, and with an
+// *InDoubtError while a claimed call is in doubt. When no interrupted turn
+// is open (another process settled it first), Settle without items does
+// nothing, and Settle with items fails with ErrNothingToSettle, appending
+// nothing: the rest of a turn is never appended twice.
 func (r *Run) Settle(ctx context.Context, items ...session.Item) error {
-	if ids := r.Awaiting(); len(ids) > 0 {
-		return fmt.Errorf("%w: %v", ErrAwaiting, ids)
-	}
-	r.cp.SetStep(StepRunAgain)
-	if !r.cp.HasHeld() && len(items) == 0 {
-		return r.sync(ctx)
-	}
-	err := r.save(ctx, func(s session.Session) error {
-		_, err := r.cp.SaveResumedTurn(ctx, s, ResumedTurn{Items: r.resolved(items), Held: r.cp.TakeHeld(), Policy: r.opts.Policy})
+	if err := r.unanswered(); err != nil {
 		return err
-	})
-	if err == nil {
+	}
+	if !r.cp.HasHeld() && !r.cp.run.TurnOpen && len(r.outputs) == 0 {
+		if len(items) > 0 {
+			return fmt.Errorf("%w: %d items not appended", ErrNothingToSettle, len(items))
+		}
+		return nil
+	}
+	open := r.cp.run.TurnOpen
+	r.cp.run.TurnOpen = false
+	r.cp.SetStep(StepRunAgain)
+	var err error
+	if !r.cp.HasHeld() && len(items) == 0 {
+		err = r.sync(ctx)
+	} else {
+		err = r.save(ctx, func(s session.Session) error {
+			_, err := r.cp.SaveResumedTurn(ctx, s, ResumedTurn{Items: r.resolved(items), Held: r.cp.TakeHeld(), Policy: r.opts.Policy})
+			return err
+		})
+	}
+	switch {
+	case err == nil:
 		r.outputs = nil // settled; until then a retry hands them over again
+	case r.cp.Pending == nil:
+		r.cp.run.TurnOpen = open // nothing was written or recorded
 	}
 	return err
 }
@@ -258,18 +522,19 @@ func (r *Run) resolved(items []session.Item) []session.Item {
 
 // Finish persists the final turn's items (the final output) and deletes
 // the checkpoint: the run is over. It fails with ErrAwaiting while a call
-// still awaits its output. A withheld batch settles ahead of items, as
-// Python's final sweep does: should the process die inside that append,
-// the checkpoint is terminal (it fails closed rather than replay an
-// approved call).
+// still awaits its output (an *InDoubtError while one is in doubt). A
+// withheld batch settles ahead of items, as Python's final sweep does:
+// should the process die inside that append, the checkpoint is terminal
+// (it fails closed rather than replay an approved call).
 func (r *Run) Finish(ctx context.Context, responseID string, items ...session.Item) error {
-	if ids := r.Awaiting(); len(ids) > 0 {
-		return fmt.Errorf("%w: %v", ErrAwaiting, ids)
+	if err := r.unanswered(); err != nil {
+		return err
 	}
 	var err error
 	switch {
 	case r.cp.HasHeld():
 		r.cp.SetStep(StepFinalOutput)
+		r.cp.run.TurnOpen = false
 		err = r.save(ctx, func(s session.Session) error {
 			_, err := r.cp.SaveResumedTurn(ctx, s, ResumedTurn{Items: r.resolved(items), Held: r.cp.TakeHeld(), ResponseID: responseID, Policy: r.opts.Policy})
 			return err
@@ -281,13 +546,13 @@ func (r *Run) Finish(ctx context.Context, responseID string, items ...session.It
 		return err
 	}
 	r.outputs = nil
-	if r.version == 0 {
-		return nil
+	if r.version != 0 {
+		if err := r.store.DeleteCheckpoint(ctx, r.name, r.version); err != nil {
+			return fmt.Errorf("runstate: delete checkpoint %q: %w", r.name, err)
+		}
 	}
-	if err := r.store.DeleteCheckpoint(ctx, r.name, r.version); err != nil {
-		return fmt.Errorf("runstate: delete checkpoint %q: %w", r.name, err)
-	}
-	r.cp, r.version, r.stored = New(), 0, nil
+	r.cp, r.version, r.stored, r.mine, r.done = New(), 0, nil, nil, true
+	r.cp.atomic = r.commit != nil
 	return nil
 }
 
@@ -316,6 +581,11 @@ func (r *Run) save(ctx context.Context, op func(session.Session) error) error {
 // atomic store the stored checkpoint is the truth, so it is read again:
 // either the commit happened (its document is there) or nothing did.
 func (r *Run) failed(ctx context.Context, err error) error {
+	if errors.Is(err, ErrAlreadyAnswered) {
+		if taken := r.tookOver(ctx, err); taken != nil {
+			return taken
+		}
+	}
 	if r.commit == nil || errors.Is(err, session.ErrCheckpointConflict) {
 		return err
 	}
@@ -327,6 +597,24 @@ func (r *Run) failed(ctx context.Context, err error) error {
 		return nil // the commit landed; only its acknowledgement was lost
 	}
 	return err
+}
+
+// tookOver returns an error wrapping session.ErrCheckpointConflict when the
+// stored checkpoint is no longer the one this Run loaded or saved: another
+// process answered a call (cause) from its own copy first. It returns nil
+// when the checkpoint is unchanged.
+func (r *Run) tookOver(ctx context.Context, cause error) error {
+	_, v, err := r.store.LoadCheckpoint(ctx, r.name)
+	switch {
+	case errors.Is(err, session.ErrNoCheckpoint):
+		v = 0
+	case err != nil:
+		return nil
+	}
+	if v == r.version {
+		return nil
+	}
+	return fmt.Errorf("runstate: checkpoint %q changed since it was loaded (%v): %w", r.name, cause, session.ErrCheckpointConflict)
 }
 
 // reload reads the stored checkpoint into the run.
@@ -357,11 +645,30 @@ func (r *Run) sync(ctx context.Context) error {
 	if bytes.Equal(doc, r.stored) {
 		return nil
 	}
+	if r.version == 0 && bytes.Equal(doc, blankDoc()) {
+		return nil // nothing happened yet: Open on a new run stores nothing
+	}
 	return r.put(ctx, doc)
 }
 
+// blankDoc is the document of a run nothing happened to (New's).
+var blankDoc = sync.OnceValue(func() []byte {
+	doc, err := New().MarshalJSON()
+	if err != nil {
+		panic(err)
+	}
+	return doc
+})
+
+// put saves doc under the version the run holds. A save whose reply was
+// lost is read back: when the stored document is doc, it landed.
 func (r *Run) put(ctx context.Context, doc []byte) error {
 	v, err := r.store.SaveCheckpoint(ctx, r.name, doc, r.version)
+	if err != nil && !errors.Is(err, session.ErrCheckpointConflict) {
+		if got, gv, lerr := r.store.LoadCheckpoint(ctx, r.name); lerr == nil && gv != r.version && bytes.Equal(got, doc) {
+			v, err = gv, nil
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("runstate: save checkpoint %q: %w", r.name, err)
 	}
@@ -426,3 +733,28 @@ func (cp *Checkpoint) settledDoc() ([]byte, error) {
 
 func (rs runSession) AcceptsRunContext() bool    { return capwrap.AcceptsRunContext(rs.Session) }
 func (rs runSession) IgnoreIDsForMatching() bool { return capwrap.IgnoresIDs(rs.Session) }
+
+// findInSession returns the newest call item of each of ids the session
+// holds, and which of them it answers. It reads ever longer tails until
+// every call is in the tail (its outputs can only follow it) or the
+// history is read whole.
+func findInSession(ctx context.Context, s session.Session, ids []string) (map[string]session.Item, map[string]bool, error) {
+	for n := 64; ; n *= 4 {
+		tail, err := session.Latest(ctx, s, n)
+		if err != nil {
+			return nil, nil, fmt.Errorf("runstate: read session tail: %w", err)
+		}
+		calls, answered := map[string]session.Item{}, map[string]bool{}
+		for _, it := range tail {
+			if k, ok := history.CallKey(it); ok && slices.Contains(ids, k.ID) {
+				calls[k.ID] = it
+			}
+			if k, ok := history.AnsweredKey(it); ok && slices.Contains(ids, k.ID) {
+				answered[k.ID] = true
+			}
+		}
+		if len(tail) < n || len(calls) == len(ids) {
+			return calls, answered, nil
+		}
+	}
+}
