@@ -15,14 +15,36 @@
 //	err = run.Interrupt(ctx, respID, items, "call_1")     // a turn awaiting approval: the process may exit
 //	// later, in any process:
 //	run, err = runstate.Open(ctx, s, opts)
-//	for _, id := range run.Awaiting() { err = run.Output(ctx, outputOf(id)) } // as each tool output exists
+//	for _, id := range run.Awaiting() {                   // once the human approved:
+//		err = run.Claim(ctx, id)                          // before the tool runs; the loser of two gets session.ErrCheckpointConflict
+//		err = run.Output(ctx, runTool(id))                // as each tool output exists
+//	}
 //	err = run.Settle(ctx)                                 // calls and outputs land in one ordered append
 //	err = run.Finish(ctx, respID, final...)               // the run is over: the checkpoint is deleted
 //
-// Every call that appends is crash-safe: killed at any instant, the next
-// Open lands each batch exactly once and never runs an answered call again.
-// Two processes resuming one checkpoint cannot both settle: the checkpoint
-// is versioned, and the second save fails with session.ErrCheckpointConflict.
+// Run.Next says what the loop must do next: give input, call the model
+// (after which response), await approval, record the outputs of running
+// tools, resolve calls in doubt, settle, or nothing. Open reads before it
+// writes: on a run with no checkpoint it stores nothing.
+//
+// What holds. The history is exactly once: every call that appends is
+// crash-safe (killed at any instant, the next Open lands each batch exactly
+// once and never records a second output for a call); no output is ever
+// stored without its call (Interrupt refuses an awaited id that names no
+// call, with an *UnknownCallError, writing nothing); two processes resuming
+// one checkpoint cannot both write: the checkpoint is versioned, and the
+// second gets session.ErrCheckpointConflict, in whichever call. A tool's
+// side effects are the caller's, and hold as follows:
+//
+//   - a claimed tool (Claim before it runs) runs at most once: a crash
+//     inside it leaves the call in doubt (InDoubt, Next), never offered as
+//     awaiting again, until the caller resolves it with Output (what the
+//     tool's system reports under the call id, its natural idempotency
+//     key), Reclaim (run it again, on purpose) or Abandon (tell the model
+//     the outcome is unknown);
+//   - a tool run without a claim runs at least once: a crash after its side
+//     effect and before its Output is durable offers the call again.
+//
 // Where the session commits an append with its checkpoint
 // (session.CheckpointCommitter), both are one atomic step and no digests
 // are read; elsewhere the Python SDK's digest recovery decides. ExampleRun
@@ -49,6 +71,12 @@
 // MarshalJSON (ErrInvalidState), and a record under a step that cannot
 // resume (a final output's, mid-settle) is written terminal, so Load reads
 // it back and Resume refuses it.
+//
+// What a Run keeps that the Python RunState has no member for (claims,
+// whether an interrupted turn awaits its settle, the last response id) rides
+// in one member of its own, agentsessions_run, which Load checks as strictly
+// as the rest and Python's loader ignores: a Python process resuming a Go
+// run's checkpoint does not see its claims.
 //
 // # Labels
 //

@@ -73,7 +73,8 @@ type Options struct {
 // each awaited call and Settle. Every call that appends is crash-safe: a
 // process killed at any instant leaves a checkpoint from which the next
 // Open lands each batch exactly once and never runs a completed tool's
-// call again.
+// call again. Claim a call before running its tool and the tool runs at
+// most once: a crash inside it leaves the call in doubt (InDoubt).
 //
 // Where the session commits an append and a checkpoint together
 // (session.CheckpointCommitter: SQLite, PostgreSQL, Redis, memory), the
