@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,6 +39,7 @@ const (
 	envRunTools   = "CRASHTEST_RUN_TOOLS"
 	envRunRuns    = "CRASHTEST_RUN_RUNS"
 	envTwoChild   = "CRASHTEST_TWO_CHILD_DSN"
+	envTwoTools   = "CRASHTEST_TWO_TOOLS"
 )
 
 // runOpts are the options of every Run here: output guardrails with
@@ -99,20 +101,57 @@ func scriptKey(it session.Item) (kind string, k int, ok bool) {
 	return "", 0, false
 }
 
+// toolSystem is the world an approved tool acts on: run performs the
+// side effect (durable before it returns), ran asks whether it happened
+// under a call id (the tool's idempotency key), and doubt records that a
+// call was found in doubt.
+type toolSystem struct {
+	run   func(id string) error
+	ran   func(id string) (bool, error)
+	doubt func(id string, ran bool) error
+}
+
 // runScript drives the scripted conversation of n runs on s from wherever
 // an earlier (killed) process left it: each run is Input(user k), Interrupt
-// with call k awaiting approval (withheld), then Output (after the tool ran)
-// and Settle, then Finish with the assistant's message. tool runs an
-// approved call and records that it ran before returning.
-func runScript(ctx context.Context, s session.Session, n int, tool func(id string) error) error {
+// with call k awaiting approval (withheld), then Claim, the tool, Output
+// and Settle, then Finish with the assistant's message. A call found in
+// doubt (claimed by a killed process) is resolved by asking the tool's
+// system: the output it reports if the tool ran, else a Reclaim and a run.
+func runScript(ctx context.Context, s session.Session, n int, tool toolSystem) error {
 	run, err := runstate.Open(ctx, s, runOpts)
 	if err != nil {
 		return fmt.Errorf("open: %w", err)
 	}
 	for {
+		if ids := run.InDoubt(); len(ids) > 0 {
+			for _, id := range ids {
+				ran, err := tool.ran(id)
+				if err != nil {
+					return err
+				}
+				if err := tool.doubt(id, ran); err != nil {
+					return err
+				}
+				if !ran {
+					if err := run.Reclaim(ctx, id); err != nil {
+						return fmt.Errorf("reclaim %s: %w", id, err)
+					}
+					if err := tool.run(id); err != nil {
+						return err
+					}
+				}
+				if err := run.Output(ctx, outputItem(id)); err != nil {
+					return fmt.Errorf("output %s: %w", id, err)
+				}
+			}
+			continue
+		}
 		if ids := run.Awaiting(); len(ids) > 0 {
 			for _, id := range ids {
-				if err := tool(id); err != nil {
+				if err := run.Claim(ctx, id); err != nil {
+					return fmt.Errorf("claim %s: %w", id, err)
+				}
+				if err := tool.run(id); err != nil {
 					return err
 				}
 				if err := run.Output(ctx, outputItem(id)); err != nil {
@@ -124,7 +163,7 @@ func runScript(ctx context.Context, s session.Session, n int, tool func(id strin
 			}
 			continue
 		}
-		if run.Checkpoint().HasHeld() {
+		if run.Next().Kind == runstate.NextSettle {
 			if err := run.Settle(ctx); err != nil {
 				return fmt.Errorf("settle held: %w", err)
 			}
@@ -192,17 +231,30 @@ func TestRunChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tools, err := os.OpenFile(os.Getenv(envRunTools), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	path := os.Getenv(envRunTools)
+	tools, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Println("READY")
-	err = runScript(ctx, s, n, func(id string) error {
-		// The tool's side effect, durable before the tool returns.
-		if _, err := fmt.Fprintln(tools, id); err != nil {
+	doubts, err := os.OpenFile(path+".doubt", os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendLine := func(f *os.File, line string) error {
+		if _, err := fmt.Fprintln(f, line); err != nil {
 			return err
 		}
-		return tools.Sync()
+		return f.Sync()
+	}
+	fmt.Println("READY")
+	err = runScript(ctx, s, n, toolSystem{
+		// The tool's side effect, durable before the tool returns.
+		run: func(id string) error { return appendLine(tools, id) },
+		ran: func(id string) (bool, error) {
+			b, err := os.ReadFile(path)
+			return slices.Contains(strings.Fields(string(b)), id), err
+		},
+		doubt: func(id string, ran bool) error { return appendLine(doubts, fmt.Sprintf("%s %v", id, ran)) },
 	})
 	if err != nil {
 		t.Fatalf("the script stopped: %v", err)
@@ -319,6 +371,7 @@ func (c *child) wait() {
 // RunReport is what the front-door crash loop found.
 type RunReport struct {
 	Kills, Runs, Lost, Duplicated, SecondOutputs, Orphans, Misordered, Unexpected, ToolNeverRan, ToolReExecuted int
+	InDoubt, InDoubtRan int // calls found in doubt after a kill; of them, the tool had run
 }
 
 func crashLoopRun(t *testing.T, b backend) {
@@ -452,14 +505,24 @@ func crashLoopRun(t *testing.T, b backend) {
 			rep.ToolReExecuted += c - 1
 		}
 	}
+	if b, err := os.ReadFile(tools + ".doubt"); err == nil {
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if l != "" {
+				rep.InDoubt++
+			}
+			if strings.HasSuffix(l, " true") {
+				rep.InDoubtRan++
+			}
+		}
+	}
 	_, _, cpErr := cs.LoadCheckpoint(ctx, runstate.DefaultName)
 	if rep.Lost+rep.Duplicated+rep.Unexpected > 0 {
 		for i, it := range items {
 			t.Logf("%d: %s", i, it)
 		}
 	}
-	t.Logf("run crash loop %-13s kills=%d runs=%d/%d lost=%d duplicated=%d second-outputs=%d orphans=%d misordered=%d unexpected=%d tool-never-ran=%d re-executed-after-a-kill-in-the-tool-window=%d",
-		b.name, rep.Kills, rep.Runs, runs, rep.Lost, rep.Duplicated, rep.SecondOutputs, rep.Orphans, rep.Misordered, rep.Unexpected, rep.ToolNeverRan, rep.ToolReExecuted)
+	t.Logf("run crash loop %-13s kills=%d runs=%d/%d lost=%d duplicated=%d second-outputs=%d orphans=%d misordered=%d unexpected=%d tool-never-ran=%d tool-re-executed=%d in-doubt=%d (tool had run: %d)",
+		b.name, rep.Kills, rep.Runs, runs, rep.Lost, rep.Duplicated, rep.SecondOutputs, rep.Orphans, rep.Misordered, rep.Unexpected, rep.ToolNeverRan, rep.ToolReExecuted, rep.InDoubt, rep.InDoubtRan)
 	require.Equal(t, runs, rep.Runs, "every run completed")
 	require.Zero(t, rep.Lost, "lost items")
 	require.Zero(t, rep.Duplicated, "duplicated items")
@@ -468,6 +531,7 @@ func crashLoopRun(t *testing.T, b backend) {
 	require.Zero(t, rep.Misordered, "misordered items")
 	require.Zero(t, rep.Unexpected, "unexpected items")
 	require.Zero(t, rep.ToolNeverRan, "an answered call whose tool never ran")
+	require.Zero(t, rep.ToolReExecuted, "a claimed tool ran twice")
 	require.ErrorIs(t, cpErr, session.ErrNoCheckpoint, "the finished script leaves no checkpoint")
 }
 
@@ -494,8 +558,13 @@ func TestTwoCopiesChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tools, err := os.OpenFile(os.Getenv(envTwoTools), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
 	fmt.Println("READY")
 	var run *runstate.Run
+	var sid string
 	classify := func(err error) string {
 		switch {
 		case errors.Is(err, session.ErrCheckpointConflict):
@@ -510,7 +579,8 @@ func TestTwoCopiesChild(t *testing.T) {
 		f := strings.Fields(sc.Text())
 		switch {
 		case len(f) == 2 && f[0] == "open":
-			s, err := st.Session(f[1])
+			sid = f[1]
+			s, err := st.Session(sid)
 			if err == nil {
 				run, err = runstate.Open(ctx, s, runOpts)
 			}
@@ -527,6 +597,17 @@ func TestTwoCopiesChild(t *testing.T) {
 			}
 			res := "settled"
 			for _, id := range run.Awaiting() {
+				if err := run.Claim(ctx, id); err != nil {
+					res = classify(err)
+					break
+				}
+				// The tool's side effect, durable before it returns.
+				if _, err := fmt.Fprintln(tools, sid, id); err != nil {
+					t.Fatal(err)
+				}
+				if err := tools.Sync(); err != nil {
+					t.Fatal(err)
+				}
 				if err := run.Output(ctx, outputItem(id)); err != nil {
 					res = classify(err)
 					break
@@ -548,13 +629,13 @@ type copyChild struct {
 	lines chan string
 }
 
-func startCopy(t *testing.T, dsn string) *copyChild {
+func startCopy(t *testing.T, dsn, tools string) *copyChild {
 	t.Helper()
 	r, w, err := os.Pipe()
 	require.NoError(t, err)
 	cc := &copyChild{stdin: w, lines: make(chan string, 16)}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestTwoCopiesChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), envTwoChild+"="+dsn)
+	cmd.Env = append(os.Environ(), envTwoChild+"="+dsn, envTwoTools+"="+tools)
 	cmd.Stdin = r
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
@@ -604,9 +685,10 @@ func twoCopies(t *testing.T, b backend) {
 	ctx := context.Background()
 	dsn := b.dsn(t)
 	st, _ := openCheckpointed(t, dsn, "two-probe")
-	a, c := startCopy(t, dsn), startCopy(t, dsn)
+	tools := filepath.Join(t.TempDir(), "tools")
+	a, c := startCopy(t, dsn, tools), startCopy(t, dsn, tools)
 	rounds := 20
-	var settled, conflicts, none, calls, outputs, problems int
+	var settled, conflicts, none, calls, outputs, problems, toolRuns int
 	for i := range rounds {
 		sid := "two-" + strconv.Itoa(i) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 		s, err := st.Session(sid)
@@ -651,11 +733,16 @@ func twoCopies(t *testing.T, b backend) {
 		outputs += no
 		problems += len(history.Diagnose(items))
 		require.Len(t, items, 3, "round %d: user, call, output: %v", i, items)
+		b, err := os.ReadFile(tools)
+		require.NoError(t, err)
+		ran := strings.Count(string(b), sid+" ")
+		toolRuns += ran
+		require.Equal(t, 1, ran, "round %d: the tool ran once", i)
 		require.Equal(t, 1, nc, "round %d: one call", i)
 		require.Equal(t, 1, no, "round %d: one output", i)
 	}
-	t.Logf("two copies %-13s rounds=%d settled=%d conflicts=%d no-awaited-call=%d calls=%d outputs=%d problems=%d",
-		b.name, rounds, settled, conflicts, none, calls, outputs, problems)
+	t.Logf("two copies %-13s rounds=%d settled=%d conflicts=%d no-awaited-call=%d calls=%d outputs=%d tool-runs=%d problems=%d",
+		b.name, rounds, settled, conflicts, none, calls, outputs, toolRuns, problems)
 	require.Zero(t, problems)
 }
 
