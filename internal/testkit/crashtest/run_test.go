@@ -371,7 +371,9 @@ func (c *child) wait() {
 // RunReport is what the front-door crash loop found.
 type RunReport struct {
 	Kills, Runs, Lost, Duplicated, SecondOutputs, Orphans, Misordered, Unexpected, ToolNeverRan, ToolReExecuted int
-	InDoubt, InDoubtRan                                                                                         int // calls found in doubt after a kill; of them, the tool had run
+	// InDoubt counts calls found in doubt after a kill; InDoubtRan, those
+	// whose tool had run.
+	InDoubt, InDoubtRan int
 }
 
 func crashLoopRun(t *testing.T, b backend) {
