@@ -71,7 +71,7 @@ type Claim struct {
 
 // keyRun is the checkpoint member where a Run keeps what the Python
 // RunState has no member for: claims, whether an interrupted turn awaits
-// its settle, the last response id. Python's loader ignores it.
+// its settle, the last response id. The Python SDK does not read it.
 const keyRun = "agentsessions_run"
 
 // runMeta is the keyRun member.

@@ -75,8 +75,8 @@
 // What a Run keeps that the Python RunState has no member for (claims,
 // whether an interrupted turn awaits its settle, the last response id) rides
 // in one member of its own, agentsessions_run, which Load checks as strictly
-// as the rest and Python's loader ignores: a Python process resuming a Go
-// run's checkpoint does not see its claims.
+// as the rest. The Python SDK has no such member and does not read it: a
+// Python process resuming a Go run's checkpoint does not see its claims.
 //
 // # Labels
 //
