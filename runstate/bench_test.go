@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/agentsessions/sessions/adapters/mongo"
 	"github.com/agentsessions/sessions/adapters/postgres"
 	"github.com/agentsessions/sessions/adapters/redis"
@@ -35,7 +37,8 @@ import (
 //	               wrapped so that it offers no CheckpointCommitter; Mongo
 //	               has only this path.
 //
-// The server backends come from internal/testkit/testservers.
+// The server backends come from internal/testkit/testservers; on the Redis
+// Cluster the three sessions live on one master.
 func BenchmarkRunTurnRatio(b *testing.B) {
 	for _, sync := range []sqlite.Synchronous{sqlite.SyncFull, sqlite.SyncNormal} {
 		b.Run("sqlite-"+string(sync), func(b *testing.B) {
@@ -87,6 +90,27 @@ func BenchmarkRunTurnRatio(b *testing.B) {
 		})
 		benchTurns(b, sessionOf(b, st, ids[0]), sessionOf(b, st, ids[1]), sessionOf(b, st, ids[2]))
 	})
+	b.Run("redis-cluster", func(b *testing.B) {
+		ctx := context.Background()
+		cc := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: testservers.RedisCluster(b)})
+		b.Cleanup(func() { cc.Close() })
+		st, err := redis.New(cc, redis.Options{KeyPrefix: "bench:" + randomHex(b)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := st.LoadScripts(ctx); err != nil {
+			b.Fatal(err)
+		}
+		ids := sameMaster(b, cc, st, "append", "atomic", "digest")
+		b.Cleanup(func() {
+			for _, id := range ids {
+				if err := st.RemoveSession(context.Background(), id); err != nil {
+					b.Error(err)
+				}
+			}
+		})
+		benchTurns(b, sessionOf(b, st, ids[0]), sessionOf(b, st, ids[1]), sessionOf(b, st, ids[2]))
+	})
 	b.Run("mongo", func(b *testing.B) {
 		ctx := context.Background()
 		db := "bench_" + randomHex(b)
@@ -102,6 +126,37 @@ func BenchmarkRunTurnRatio(b *testing.B) {
 		})
 		benchTurns(b, sessionOf(b, st, "append"), nil, sessionOf(b, st, "digest"))
 	})
+}
+
+// sameMaster returns session ids, one per name (the name and a number),
+// whose keys live on one master of the cluster, so that every side of a
+// round is timed against the same node.
+func sameMaster(b *testing.B, cc *goredis.ClusterClient, st *redis.Store, names ...string) []string {
+	b.Helper()
+	ctx := context.Background()
+	var ids []string
+	node := ""
+	for _, name := range names {
+		for n := 0; ; n++ {
+			id := fmt.Sprintf("%s%d", name, n)
+			s, err := st.Session(id)
+			if err != nil {
+				b.Fatal(err)
+			}
+			m, err := cc.MasterForKey(ctx, s.Keys()[0])
+			if err != nil {
+				b.Fatal(err)
+			}
+			if node == "" {
+				node = m.Options().Addr
+			}
+			if m.Options().Addr == node {
+				ids = append(ids, id)
+				break
+			}
+		}
+	}
+	return ids
 }
 
 // sessionOf returns st's session id or fails b.

@@ -61,18 +61,22 @@ func (s *Session) SaveCheckpoint(ctx context.Context, name string, doc []byte, v
 
 // AppendWithCheckpoint appends items as one batch, as AddItems does, and
 // saves doc under name, as SaveCheckpoint does, in one round trip
-// (single-slot in a cluster): both land or neither. In the native layout
-// it is a MULTI/EXEC of a native RPUSH of the items and a script that
-// checks the version and saves the checkpoint, trimming the batch off
-// again when the commit cannot go on; in the Python layout one script
-// that checks the version and the type of every key it writes before its
-// first write. Either way a conflict (an error wrapping
+// (single-slot in a cluster): both land or neither. It is one script, the
+// commit script (EVALSHA), in either layout: it checks the stored version
+// and the type of every key it writes before its first write, then writes
+// the metadata as the append script does, pushes the items (passed in
+// ARGV) and saves the checkpoint. A conflict (an error wrapping
 // session.ErrCheckpointConflict) or a failure writes nothing. An empty
 // batch only saves the checkpoint (and writes no metadata). With a TTL
 // every key of the session, the checkpoint hash included, gets the full
 // TTL. The batch is validated and its size checked against MaxBatchBytes
 // before anything is sent; once sent, the commit runs to completion even
 // if ctx is cancelled meanwhile.
+//
+// The commit is sent at most once (see once): a lost reply is an error,
+// never a resend that could append the batch twice. A server that lost its
+// script cache answers the EVALSHA with NOSCRIPT having run nothing (the
+// push is inside the script), so the script is then sent once with EVAL.
 func (s *Session) AppendWithCheckpoint(ctx context.Context, items []session.Item, name string, doc []byte, version int64) (int64, error) {
 	if err := s.begin(ctx); err != nil {
 		return 0, err
@@ -90,20 +94,12 @@ func (s *Session) AppendWithCheckpoint(ctx context.Context, items []session.Item
 	if s.st.opts.Layout == LayoutPython {
 		sc = pythonCommitScript
 	}
-	want := strconv.FormatInt(version, 10)
+	argv := s.writeArgs(items, name, doc, strconv.FormatInt(version, 10))
 	wctx := context.WithoutCancel(ctx)
 	var ok bool
 	var got int64
 	err := s.st.write(wctx, s.keys[0], func(p processor) (bool, error) {
-		if s.st.opts.Layout == LayoutNative && len(items) > 0 {
-			res, err := s.commitAfterPush(wctx, p, items, name, doc, want)
-			if err != nil {
-				return false, err
-			}
-			ok, got, err = casReply(res)
-			return ok, err
-		}
-		res, err := s.st.runOn(wctx, p, sc, s.all, s.writeArgs(items, name, doc, want)...).Slice()
+		res, err := s.st.runOn(wctx, p, sc, s.all, argv...).Slice()
 		if err != nil {
 			return false, err
 		}
@@ -117,31 +113,6 @@ func (s *Session) AppendWithCheckpoint(ctx context.Context, items []session.Item
 		return 0, s.conflict("save", name, got, version)
 	}
 	return got, nil
-}
-
-// commitAfterPush commits items and the checkpoint in the native layout
-// in one round trip, without passing the items through Lua: MULTI, RPUSH
-// of the items, the checkpoint half of the commit (commitAfterPushSrc),
-// EXEC, sent at most once. The script goes as EVAL, not EVALSHA: a server
-// that lost its script cache would refuse an EVALSHA only after the RPUSH
-// had pushed. It returns the script's {ok, version} reply.
-func (s *Session) commitAfterPush(ctx context.Context, p processor, items []session.Item, name string, doc []byte, version string) ([]any, error) {
-	push := s.pushCmd(ctx, "rpush", items)
-	argv := s.writeArgs(nil, name, doc, version, len(items))
-	commit := goredis.NewCmd(ctx, append(evalArgs("eval", commitAfterPushSrc, s.all, len(argv)), argv...)...)
-	commit.SetFirstKeyPos(3)
-	_, err := p.TxPipelined(ctx, func(p goredis.Pipeliner) error {
-		_ = p.Process(ctx, onceInt{push})
-		_ = p.Process(ctx, once{commit})
-		return nil
-	})
-	if perr := push.Err(); perr != nil {
-		return nil, perr
-	}
-	if err != nil {
-		return nil, err
-	}
-	return commit.Slice()
 }
 
 // DeleteCheckpoint removes the checkpoint under name if its stored version

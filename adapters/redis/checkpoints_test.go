@@ -585,14 +585,14 @@ func TestCheckpointRoundTrips(t *testing.T) {
 				{"commit", func() error {
 					v, err = s.AppendWithCheckpoint(ctx, conformance.Numbered("c", 3), "run", []byte(`{}`), v)
 					return err
-				}, []string{"pipeline(multi,rpush,eval,exec)"}},
+				}, []string{"evalsha"}},
 				{"stale commit", func() error {
 					_, err := s.AppendWithCheckpoint(ctx, conformance.Numbered("c", 3), "run", []byte(`{}`), 0)
 					if errors.Is(err, session.ErrCheckpointConflict) {
 						return nil
 					}
 					return fmt.Errorf("want a conflict, got %v", err)
-				}, []string{"pipeline(multi,rpush,eval,exec)"}},
+				}, []string{"evalsha"}},
 				{"load", func() error { _, _, err := s.LoadCheckpoint(ctx, "run"); return err }, []string{"hmget"}},
 				{"list", func() error { _, err := s.ListCheckpoints(ctx); return err }, []string{"hkeys"}},
 				{"delete", func() error { return s.DeleteCheckpoint(ctx, "run", v) }, []string{"evalsha"}},
@@ -682,10 +682,9 @@ func TestCheckpointVersionDigits(t *testing.T) {
 	}
 }
 
-// TestAppendWithCheckpointOutOfMemoryWritesNothing: the native commit's
-// RPUSH runs inside MULTI/EXEC before the script that may trim it off, so
-// it must never land alone. A server out of memory refuses the whole
-// transaction at EXEC, before the RPUSH runs (a private server, its
+// TestAppendWithCheckpointOutOfMemoryWritesNothing: the batch must never
+// land without its checkpoint. A server out of memory refuses the commit
+// script's first write, before anything is written (a private server, its
 // maxmemory set below what it uses, noeviction).
 func TestAppendWithCheckpointOutOfMemoryWritesNothing(t *testing.T) {
 	ctx := context.Background()

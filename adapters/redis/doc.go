@@ -82,10 +82,8 @@
 //	SaveCheckpoint 1 EVALSHA of the commit script: version check, version and document, PEXPIRE
 //	                 every key
 //	AppendWithCheckpoint
-//	              1  native: MULTI, RPUSH of the items, EVAL of the checkpoint half of the commit
-//	                 (version check, trimming the batch off again when the commit cannot go on;
-//	                 metadata of a new session; version and document; PEXPIRE every key), EXEC;
-//	                 Python layout: EVALSHA of the commit script, with the metadata and RPUSH
+//	              1  EVALSHA of the commit script, the items in ARGV: version and key types
+//	                 checked, then the metadata, RPUSH, version and document, PEXPIRE every key
 //	LoadCheckpoint 1 HMGET of the version and the document (a script with RefreshOnRead and a TTL)
 //	DeleteCheckpoint 1 EVALSHA: version check, HDEL
 //	ListCheckpoints 1 HKEYS of the checkpoint hash
@@ -116,7 +114,7 @@
 // NOSCRIPT without running anything, and the script is sent with EVAL).
 //
 // Atomicity: a batch is one command (RPUSHX), one script, or one
-// MULTI/EXEC (a native commit, see Checkpoints), and Redis runs each
+// MULTI/EXEC (an append with a TTL), and Redis runs each
 // without interleaving any other command, so concurrent
 // writers (other goroutines, clients, processes) never interleave inside a
 // batch and there is no optimistic retry. A script's writes are not rolled
@@ -205,18 +203,13 @@
 // version with the stored one (as decimal strings; "0" when none is
 // stored, AnyVersion skips it) and writes nothing on a mismatch;
 // AppendWithCheckpoint lands the batch and the checkpoint together or not
-// at all. In the Python layout it is the append script's metadata and push
-// plus that save, in the same script, which checks every key it writes
-// (types, the stored version) before its first write. In the native layout
-// the items go by a native RPUSH, in one MULTI/EXEC with a script that
-// checks the version and saves the checkpoint: Redis runs a transaction
-// without interleaving any other command, and when the commit cannot go on
-// (a conflict, a damaged version, a key of another type) the script trims
-// the batch off again before it returns, so no client ever sees it. The
-// items never pass through Lua, which costs twice the native push. Either
-// way a failure, like a conflict, leaves everything as it was, byte for
-// byte. Clear and a replace with no items keep the
-// checkpoint hash; RemoveSession (and sessionctl check's cleanup, through
+// at all: it is the append script's metadata and push plus that save, in
+// the same script, which checks every key it writes (types, the stored
+// version) before its first write, so a failure, like a conflict, leaves
+// everything as it was, byte for byte. The items pass through the
+// script's ARGV, so that an EVALSHA the server answers with NOSCRIPT has
+// pushed nothing and is sent again, once, with EVAL. Clear and a replace
+// with no items keep the checkpoint hash; RemoveSession (and sessionctl check's cleanup, through
 // the URL store) deletes it with the rest, and MovePrefix moves it with
 // the rest. ListSessions lists the sessions holding items: a session whose
 // only key is its checkpoint hash is not listed (nor is one whose only key

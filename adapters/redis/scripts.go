@@ -237,6 +237,12 @@ return {1, v}
 // own: when it exists, the first RPUSH is the script's first write (and
 // fails on a key of another type before anything is written); when it
 // does not, the metadata HSET is, and the push cannot fail on its type.
+// The items pass through ARGV so that the push is inside the script: an
+// EVALSHA the server answers with NOSCRIPT has then written nothing, and
+// the client can send the script again with EVAL. (A native RPUSH in a
+// MULTI/EXEC beside an EVALSHA would be pushed even when the EVALSHA
+// fails with NOSCRIPT at EXEC; beside an EVAL of the source it costs more
+// latency than this script: docs/performance.md.)
 const commitSrc = commitHeadSrc + `
 if n >= first then
 ` + nativeStampSrc + pushSrc + `
@@ -250,46 +256,6 @@ const pythonCommitSrc = commitHeadSrc + `
 if n >= first then
 redis.call('LLEN', KEYS[1])
 ` + pythonStampSrc + pushSrc + `
-end
-` + commitTailSrc
-
-// commitAfterPushSrc is the checkpoint half of a native commit whose items
-// an RPUSH queued just before it, in the same MULTI/EXEC, already pushed:
-// the items never pass through Lua. ARGV is the commit script's up to the
-// version (ttl, id, clock, then ARGV[4] the name, ARGV[5] the document,
-// ARGV[6] the expected version), then ARGV[7], the number of items pushed.
-// When the items key is not a list the RPUSH failed and nothing is written
-// (the client reports the RPUSH's error). Otherwise the RPUSH pushed the
-// batch: a transaction holding a write command is refused whole, at EXEC,
-// when the server is out of memory, and a list takes any push. Every way
-// the commit cannot go on (a conflict, a damaged version, a checkpoint or
-// metadata key of another type) trims the batch off again first, which
-// deletes a list the push created, so the transaction as a whole has
-// written nothing. A list holding only the batch was created by the push:
-// the session is new, and its metadata is written as the append script
-// writes it.
-const commitAfterPushSrc = `
-local n = tonumber(ARGV[7])
-local len = redis.pcall('LLEN', KEYS[1])
-if type(len) ~= 'number' then return {2, '0'} end
-local function undo(reply)
-  redis.call('LTRIM', KEYS[1], 0, -n - 1)
-  return reply
-end
-local ck = KEYS[#KEYS]
-local vf = 'v:' .. ARGV[4]
-local cur = redis.pcall('HGET', ck, vf)
-if type(cur) == 'table' then return undo(cur) end
-if cur and (not string.match(cur, '^%d+$') or #cur > 18) then
-  return undo(redis.error_reply('ERR the stored checkpoint version is not a version number'))
-end
-local have = cur or '0'
-if ARGV[6] ~= '-1' and ARGV[6] ~= have then return undo({0, have}) end
-if len == n then
-  local r = redis.pcall('HSET', KEYS[2], 'session_id', ARGV[2])
-  if type(r) == 'table' then return undo(r) end
-  redis.call('HSETNX', KEYS[2], 'created_at', ARGV[3])
-` + epochEndSrc + `
 end
 ` + commitTailSrc
 
