@@ -43,6 +43,7 @@ reliability: launcher
 	CRASHTEST_KILLS=$(KILLS) RELIABILITY_LOAD_DURATION=$(LOAD) $(GO) test -count=1 -timeout 60m -v \
 	  -run 'TestCrashLoop|TestTwoCopies|TestNetworkFaults|TestRedisRestartUnderLoad|TestMongoRestartUnderLoad|TestMongoConnectionsDropUnderLoad|TestTwoProcessLoad' \
 	  ./internal/testkit/crashtest/ ./internal/testkit/reliability/ | grep -E '^(---|ok|FAIL|PASS)|crash loop|two copies|load |restart:|drop:|faults='
+	LOADTEST_RUNS=1000 $(GO) test -count=1 -timeout 30m -v -run TestFrontDoorLoad ./internal/testkit/loadtest/ | grep -E '^(---|ok|FAIL|PASS)|    --- |front door|killed'
 	cd internal/testkit/linearize && LINEARIZE_LONG=1 $(GO) test -count=1 -timeout 30m -v ./... | grep -E '^(---|ok|FAIL|PASS)|RESULT|NOT linearizable'
 
 ## launcher: build the test-server launcher (FerretDB, testcontainers) once, so

@@ -329,15 +329,14 @@ func (w *worker) drive(ctx context.Context, s session.Session, r role) (outcome,
 				reopen()
 				continue
 			}
+			w.count("in doubt: reclaimed")
 			fmt.Println("CLAIMED")
 			if err := w.tool(sid, id); err != nil {
 				return finished, fmt.Errorf("tool: %w", err)
 			}
 			if err := w.do("Output", func() error { return run.Output(ctx, outputItem(id)) }); err != nil {
 				reopen()
-				continue
 			}
-			w.count("in doubt: reclaimed")
 			continue
 		}
 		if ids := run.Awaiting(); len(ids) > 0 {
@@ -394,6 +393,7 @@ func (w *worker) drive(ctx context.Context, s session.Session, r role) (outcome,
 			return finished, nil // complete, its checkpoint deleted
 		case next.Kind == runstate.NextInput && known == 0:
 			if r != roleStart {
+				w.count("not started yet")
 				return later, nil // its starter has not started it yet
 			}
 			if err := w.do("Input", func() error { return run.Input(ctx, userItem(sid)) }); err != nil {
@@ -697,12 +697,13 @@ func frontDoorLoad(t *testing.T, b backend, cfg config) {
 	}
 	began := time.Now()
 
-	// The kills: each lands on a running child right after its n-th claim
-	// since it started (n random), when many of its runs are in flight
-	// and some inside the tool; the child is restarted at once and
-	// resumes the sessions it had.
+	// The kills: each picks a running child and lands 0 to 2 ms after its
+	// n-th claim from then on (n random), when many of its runs are in
+	// flight and some inside the tool; the child is restarted at once
+	// and resumes the sessions it had.
 	var rep Report
-	perProc := max(1, cfg.runs/2/(cfg.kills+1))
+	perProc := max(1, cfg.runs/(2*procs*(cfg.kills+1)))
+	first := rng.IntN(procs)
 	for try := 0; rep.Kills < cfg.kills && try < 4*cfg.kills; try++ {
 		var running []int
 		for slot, p := range cur {
@@ -715,8 +716,8 @@ func frontDoorLoad(t *testing.T, b backend, cfg config) {
 		if len(running) == 0 {
 			break
 		}
-		p := cur[running[rng.IntN(len(running))]]
-		threshold := int64(1 + rng.IntN(perProc))
+		p := cur[running[(first+try)%len(running)]] // in turn, so that every process is killed
+		threshold := p.claims.Load() + int64(1+rng.IntN(perProc))
 		alive := true
 		timeout := time.After(cfg.budget)
 		for alive && p.claims.Load() < threshold {
@@ -848,6 +849,7 @@ func frontDoorLoad(t *testing.T, b backend, cfg config) {
 	t.Logf("front door %-13s atomic=%v runs=%d/%d processes=%d kills=%d lost=%d duplicated=%d orphaned=%d misordered=%d unexpected=%d diagnose=%d checkpoints-left=%d calls-run-twice=%d never-ran=%d in-doubt found=%d reclaimed=%d claims-lost=%d blocked-by-live-claim=%d conflicts=%d errors=%d elapsed=%.1fs runs/s=%.1f",
 		b.name, atomicCommit, rep.Completed, rep.Runs, rep.Processes, rep.Kills, rep.Lost, rep.Duplicated, rep.Orphaned, rep.Misordered, rep.Unexpected, rep.Problems, rep.CPLeft,
 		rep.RanTwice, rep.NeverRan, rep.InDoubtFound, rep.InDoubtReclaimed, rep.ClaimsLost, rep.BlockedByLiveClaim, rep.Conflicts, rep.Errors, secs, float64(rep.Completed)/secs)
+	t.Logf("front door %-13s approvers that found a run not started yet: %d", b.name, total.N["not started yet"])
 	for _, kind := range kinds {
 		lat := total.Lat[kind]
 		t.Logf("front door %-13s %-9s calls=%-6d ops/s=%-7.0f p50=%-10v p99=%-10v conflicts=%d errors=%d",
