@@ -87,8 +87,6 @@ type claimRec struct {
 	Token string // random, per Run: no two claims are the same bytes
 }
 
-func (m runMeta) zero() bool { return len(m.Claims) == 0 && !m.TurnOpen && m.ResponseID == "" }
-
 func (m runMeta) clone() runMeta {
 	c := m
 	if m.Claims != nil {
@@ -129,7 +127,8 @@ func decodeRunMeta(raw json.RawMessage) (runMeta, error) {
 				}
 				var rec claimRec
 				for i, f := range []*string{&rec.At, &rec.By, &rec.Token} {
-					v, ok := lookup(fs, [...]string{"at", "by", "token"}[i])
+					v, _ := lookup(fs, [...]string{"at", "by", "token"}[i])
+					var ok bool
 					if *f, ok = jsonString(v); !ok {
 						return bad("claim %q must be {\"at\", \"by\", \"token\"} of strings, got %s", c.Key, clip(c.Value))
 					}
