@@ -55,6 +55,40 @@
 //     (a newer checkpoint saved meanwhile survives). Nothing to call, but a
 //     crash during the resumed run loses the interrupt.
 //
+// # At most once: claims
+//
+// eino resumes an interrupted tool by running it again, so a tool whose
+// side effect follows the approval runs twice if two processes resume one
+// checkpoint at once, or if a process dies between the side effect and
+// the next checkpoint. Claims (Store.Claims) make the side effect happen
+// at most once: the tool wraps it in Claims.Run, keyed by the checkpoint
+// id (the caller puts it in the run's context with WithCheckPointID: eino
+// gives a tool its call id, compose.GetToolCallID, not the checkpoint id)
+// and the tool call id:
+//
+//	ctx = eino.WithCheckPointID(ctx, "order-42")
+//	iter, err := runner.ResumeWithParams(ctx, "order-42", &adk.ResumeParams{Targets: map[string]any{interruptID: "approved"}})
+//	// in the tool, once approved:
+//	return claims.Run(ctx, func(ctx context.Context) (string, error) { return transfer(ctx, args) })
+//
+// Run saves a claim before fn runs, as a checkpoint of its own in the
+// checkpoint id's session (Name()+ClaimPrefix+call id), with version 0, so
+// a second claim conflicts (session.ErrCheckpointConflict), and saves fn's
+// result over it (the claim's version) when fn returns. Of two resumers,
+// one claims and runs fn; the other gets an *InDoubtError (ErrInDoubt and
+// session.ErrCheckpointConflict) before its side effect, or the recorded
+// result when the first had finished. A resume after a crash inside fn (or
+// after fn failed) finds the call in doubt: Run fails with *InDoubtError
+// and Claims.InDoubt lists it, until the caller asks the tool's system
+// about the call id and resolves it: Resolve (the result found: the next
+// resume returns it without running fn), Reclaim (the claim is removed:
+// the next resume runs fn again, on purpose) or Abandon (a message for the
+// model as the result). A resume after the result was recorded returns it
+// without running fn. What holds: a claimed side effect runs at most once
+// (in doubt after a crash inside it); one not under a claim runs at least
+// once. Claims.Clear deletes a finished run's claims (Store.Delete leaves
+// them).
+//
 // # Tested with
 //
 // eino v0.7.36 (the version that resolves by default) with

@@ -74,11 +74,26 @@ func Interrupt(ctx context.Context, run *runstate.Run, resp *responses.Response,
 
 // AwaitingCalls returns the items of the calls run awaits (run.Awaiting(),
 // in that order): what a process that reopened the run needs to show the
-// human and, once approved, to run the tool with. They are read from the
-// checkpoint's held batch when the turn was withheld, and from the session
-// otherwise.
+// human and, once approved, to run the tool with (RunTool). They are read
+// from the checkpoint's held batch when the turn was withheld, and from the
+// session otherwise. A claimed call is never among them: see InDoubtCalls.
 func AwaitingCalls(ctx context.Context, run *runstate.Run, s session.Session) ([]session.Item, error) {
-	ids := run.Awaiting()
+	return callItems(ctx, run, s, run.Awaiting(), "awaits")
+}
+
+// InDoubtCalls returns the items of the calls in doubt (run.InDoubt(), in
+// that order): claimed by another process, or by this one before a
+// restart, with no output recorded, so their tools may have run or died
+// running. Ask each tool's system whether it acted on the call id (the
+// natural idempotency key), then resolve the call with Output (the result
+// found), run.Reclaim and RunTool (run it again, on purpose) or
+// run.Abandon (tell the model its outcome is unknown). Read as
+// AwaitingCalls reads.
+func InDoubtCalls(ctx context.Context, run *runstate.Run, s session.Session) ([]session.Item, error) {
+	return callItems(ctx, run, s, run.InDoubt(), "has in doubt")
+}
+
+func callItems(ctx context.Context, run *runstate.Run, s session.Session, ids []string, what string) ([]session.Item, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -102,11 +117,57 @@ func AwaitingCalls(ctx context.Context, run *runstate.Run, s session.Session) ([
 	for _, id := range ids {
 		it, ok := found[id]
 		if !ok {
-			return nil, fmt.Errorf("openaigo: the call %q the run awaits is neither on its checkpoint nor in the session", id)
+			return nil, fmt.Errorf("openaigo: the call %q the run %s is neither on its checkpoint nor in the session", id, what)
 		}
 		out = append(out, it)
 	}
 	return out, nil
+}
+
+// Claim records that the tool of an approved call is starting
+// (runstate.Run.Claim, keyed by the call's call_id, or id for an MCP
+// approval request): one versioned save of the stored checkpoint, to make
+// before the tool's side effect. Of two processes that claim one call,
+// exactly one succeeds; the other gets an error wrapping
+// session.ErrCheckpointConflict (or an *runstate.InDoubtError if it
+// reopened the run after the winner's claim) and must not run the tool.
+// A rejection needs no claim: record it with Output.
+func Claim(ctx context.Context, run *runstate.Run, call session.Item) error {
+	k, ok := history.CallKey(call)
+	if !ok {
+		return fmt.Errorf("openaigo: %s is not a call", call.Type())
+	}
+	return run.Claim(ctx, k.ID)
+}
+
+// Tool runs an approved call's tool and returns the output item to record
+// (a function_call_output, custom_tool_call_output, ... whose call_id is
+// the call's).
+type Tool func(ctx context.Context, call session.Item) (responses.ResponseInputItemUnionParam, error)
+
+// RunTool runs an approved call's tool at most once: it claims the call
+// (Claim), runs tool only if the claim succeeded, and records the output
+// tool returns (Output). A call this Run claimed already (run.Reclaim, to
+// run a call in doubt again on purpose) is run without a new claim.
+//
+// If the claim fails, tool does not run and the error is the claim's. If
+// tool fails, or its output cannot be recorded, the call stays claimed:
+// this Run may record an output for it (Output, run.Abandon); a process
+// that reopens the run finds it in doubt (InDoubtCalls), never awaiting,
+// because the tool may have acted.
+func RunTool(ctx context.Context, run *runstate.Run, call session.Item, tool Tool) error {
+	k, ok := history.CallKey(call)
+	if !ok {
+		return fmt.Errorf("openaigo: %s is not a call", call.Type())
+	}
+	if err := run.Claim(ctx, k.ID); err != nil {
+		return err
+	}
+	out, err := tool(ctx, call)
+	if err != nil {
+		return fmt.Errorf("openaigo: the tool of %s failed (the call stays claimed): %w", k.ID, err)
+	}
+	return Output(ctx, run, out)
 }
 
 // callsByID returns the newest call item of items for each of ids.

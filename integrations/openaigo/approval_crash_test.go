@@ -33,6 +33,7 @@ import (
 	"github.com/agentsessions/sessions/adapters"
 	"github.com/agentsessions/sessions/history"
 	"github.com/agentsessions/sessions/integrations/openaigo"
+	"github.com/agentsessions/sessions/internal/testkit/storetest"
 	"github.com/agentsessions/sessions/runstate"
 	"github.com/agentsessions/sessions/session"
 )
@@ -140,16 +141,22 @@ func TestApprovalChild(t *testing.T) {
 	}
 	fmt.Println("READY")
 	client := newClient(os.Getenv(envApprovalAPI))
-	err = approvalLoop(ctx, s, client, n, func(call session.Item) error {
-		// The tool's side effect, durable before the tool returns.
-		if _, err := fmt.Fprintln(tools, call.CallID()); err != nil {
-			return err
-		}
-		if err := tools.Sync(); err != nil {
-			return err
-		}
-		hook("after the tool ran")
-		return nil
+	err = approvalLoop(ctx, s, client, n, toolSystem{
+		run: func(call session.Item) error {
+			// The tool's side effect, durable before the tool returns.
+			if _, err := fmt.Fprintln(tools, call.CallID()); err != nil {
+				return err
+			}
+			if err := tools.Sync(); err != nil {
+				return err
+			}
+			hook("after the tool ran")
+			return nil
+		},
+		acted: func(callID string) (bool, error) { return toolActed(os.Getenv(envApprovalTools), callID) },
+		// Written before the step that follows it, so the parent reads
+		// every event of a child killed after it.
+		note: func(event, callID string) { fmt.Printf("EVENT %s %s\n", event, callID) },
 	}, hook)
 	if err != nil {
 		t.Fatalf("the loop stopped: %v", err)
@@ -198,6 +205,11 @@ func runApprovalChild(t *testing.T, env []string, killAt int) (killed bool, out 
 type killReport struct {
 	Scenarios, Kills, Runs, Lost, Duplicated, SecondOutputs, Orphans, Misordered, Unexpected int
 	ToolNeverRan, ToolReExecuted, Rejected, CheckpointsLeft, ByteIdentical, KeyOrderOnly     int
+	// Claims: the tool's side effects counted (ToolRuns), the children's
+	// claim events (claimed, lost to another claimer, in doubt at an Open,
+	// resolved from the tool's system, reclaimed), unanswered calls, and
+	// re-executions of a call no reclaim after an in-doubt report allowed.
+	ToolRuns, Claimed, Conflicts, InDoubt, Found, Reclaimed, Unanswered, UnreportedReRuns int
 }
 
 func (r *killReport) add(o killReport) {
@@ -216,10 +228,61 @@ func (r *killReport) add(o killReport) {
 	r.CheckpointsLeft += o.CheckpointsLeft
 	r.ByteIdentical += o.ByteIdentical
 	r.KeyOrderOnly += o.KeyOrderOnly
+	r.ToolRuns += o.ToolRuns
+	r.Claimed += o.Claimed
+	r.Conflicts += o.Conflicts
+	r.InDoubt += o.InDoubt
+	r.Found += o.Found
+	r.Reclaimed += o.Reclaimed
+	r.Unanswered += o.Unanswered
+	r.UnreportedReRuns += o.UnreportedReRuns
+}
+
+// toolActed is the tool's system answering whether it acted on callID:
+// the side-effect log holds a line for every execution.
+func toolActed(path, callID string) (bool, error) {
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if line == callID {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// events counts the EVENT lines of the children's output, in order, and
+// per call the reclaims that followed an in-doubt report of that call.
+func events(out string) (counts map[string]int, reclaims map[string]int) {
+	counts, reclaims = map[string]int{}, map[string]int{}
+	reported := map[string]bool{}
+	for line := range strings.SplitSeq(out, "\n") {
+		rest, ok := strings.CutPrefix(line, "EVENT ")
+		if !ok {
+			continue
+		}
+		ev, id, _ := strings.Cut(rest, " ")
+		counts[ev]++
+		switch ev {
+		case "in-doubt":
+			reported[id] = true
+		case "reclaim":
+			if reported[id] {
+				reclaims[id]++
+			}
+		}
+	}
+	return counts, reclaims
 }
 
 // verifyApproval checks the finished conversation at dsn.
-func verifyApproval(t *testing.T, api *fakeAPI, dsn, sid, tools string, n int) killReport {
+// out is every child's output, in the order they ran.
+func verifyApproval(t *testing.T, api *fakeAPI, dsn, sid, tools string, n int, out string) killReport {
 	t.Helper()
 	ctx := context.Background()
 	var r killReport
@@ -281,18 +344,25 @@ func verifyApproval(t *testing.T, api *fakeAPI, dsn, sid, tools string, n int) k
 			r.SecondOutputs++
 		case history.ProblemOrphanOutput:
 			r.Orphans++
+		case history.ProblemUnansweredCall:
+			r.Unanswered++
 		}
 	}
+	counts, reclaims := events(out)
+	r.Claimed, r.Conflicts, r.InDoubt, r.Found, r.Reclaimed = counts["claimed"], counts["conflict"], counts["in-doubt"], counts["found"], counts["reclaim"]
 	execs := map[string]int{}
 	for _, id := range readLines(t, tools) {
 		execs[id]++
+		r.ToolRuns++
 	}
 	for k := 1; k <= n; k++ {
-		switch c := execs["c"+strconv.Itoa(k)]; {
+		id := "c" + strconv.Itoa(k)
+		switch c := execs[id]; {
 		case c == 0:
 			r.ToolNeverRan++
 		case c > 1:
 			r.ToolReExecuted += c - 1
+			r.UnreportedReRuns += max(0, c-1-reclaims[id])
 		}
 	}
 	if names, err := s.(session.CheckpointStore).ListCheckpoints(ctx); err == nil {
@@ -338,8 +408,13 @@ type approvalEnv struct {
 }
 
 func newApprovalEnv(t *testing.T, api *fakeAPI, mode string, runs int) approvalEnv {
+	return newApprovalEnvAt(t, api, mode, runs, "sqlite://"+filepath.Join(t.TempDir(), "agent.db"))
+}
+
+// newApprovalEnvAt is newApprovalEnv on the store at dsn.
+func newApprovalEnvAt(t *testing.T, api *fakeAPI, mode string, runs int, dsn string) approvalEnv {
 	dir := t.TempDir()
-	e := approvalEnv{dsn: "sqlite://" + filepath.Join(dir, "agent.db"), sid: "approval-1", tools: filepath.Join(dir, "tools")}
+	e := approvalEnv{dsn: dsn, sid: "approval-1", tools: filepath.Join(dir, "tools")}
 	e.env = []string{envApprovalChild + "=" + e.dsn, envApprovalSID + "=" + e.sid, envApprovalTools + "=" + e.tools,
 		envApprovalRuns + "=" + strconv.Itoa(runs), envApprovalAPI + "=" + api.URL(), envApprovalMode + "=" + mode}
 	return e
@@ -354,7 +429,11 @@ func checkReport(t *testing.T, r killReport, runs int) {
 	require.Zero(t, r.Orphans, "orphan outputs")
 	require.Zero(t, r.Misordered, "misordered items")
 	require.Zero(t, r.Unexpected, "unexpected items")
+	require.Zero(t, r.Unanswered, "unanswered calls")
 	require.Zero(t, r.ToolNeverRan, "an answered call whose tool never ran")
+	require.Zero(t, r.UnreportedReRuns, "a tool ran again with no in-doubt report and reclaim first")
+	require.Zero(t, r.ToolReExecuted, "a claimed tool ran twice (the loop reclaims only calls the tool's system never acted on)")
+	require.Equal(t, r.Runs, r.ToolRuns, "the tool ran exactly once per run")
 	require.Zero(t, r.Rejected, "the API rejects the final history")
 	require.Zero(t, r.CheckpointsLeft, "checkpoints left behind")
 }
@@ -379,7 +458,7 @@ func TestApprovalKilledAtEveryStep(t *testing.T) {
 				}
 			}
 			require.Positive(t, steps, out)
-			total := verifyApproval(t, api, ref.dsn, ref.sid, ref.tools, runs)
+			total := verifyApproval(t, api, ref.dsn, ref.sid, ref.tools, runs, out)
 			total.Scenarios = 1
 			var mu sync.Mutex
 			t.Run("kills", func(t *testing.T) {
@@ -388,16 +467,17 @@ func TestApprovalKilledAtEveryStep(t *testing.T) {
 						t.Parallel()
 						e := newApprovalEnv(t, api, mode, runs)
 						var r killReport
-						killed, out := runApprovalChild(t, e.env, k)
-						require.True(t, killed, "the child dies at step %d: %s", k, out)
+						killed, out1 := runApprovalChild(t, e.env, k)
+						require.True(t, killed, "the child dies at step %d: %s", k, out1)
 						r.Kills++
 						// Killed again early in the recovery, where Open lands what the first left.
-						if killed, _ := runApprovalChild(t, e.env, 1+(k-1)%4); killed {
+						killed, out2 := runApprovalChild(t, e.env, 1+(k-1)%4)
+						if killed {
 							r.Kills++
 						}
-						killed, out = runApprovalChild(t, e.env, 0)
-						require.False(t, killed, out)
-						v := verifyApproval(t, api, e.dsn, e.sid, e.tools, runs)
+						killed, out3 := runApprovalChild(t, e.env, 0)
+						require.False(t, killed, out3)
+						v := verifyApproval(t, api, e.dsn, e.sid, e.tools, runs, out1+out2+out3)
 						v.Kills, v.Scenarios = r.Kills, 1
 						mu.Lock()
 						total.add(v)
@@ -406,9 +486,9 @@ func TestApprovalKilledAtEveryStep(t *testing.T) {
 				}
 			})
 			_, _, rejected := api.stats()
-			line := fmt.Sprintf("%-6s steps=%d scenarios=%d kills=%d runs=%d lost=%d duplicated=%d second-outputs=%d orphans=%d misordered=%d unexpected=%d tool-never-ran=%d tool-re-executed=%d api-rejections=%d checkpoints-left=%d items byte-identical=%d key-order-only=%d",
+			line := fmt.Sprintf("%-6s steps=%d scenarios=%d kills=%d runs=%d lost=%d duplicated=%d second-outputs=%d orphans=%d misordered=%d unexpected=%d tool-runs=%d tool-never-ran=%d tool-re-executed=%d in-doubt=%d found=%d reclaimed=%d api-rejections=%d checkpoints-left=%d items byte-identical=%d key-order-only=%d",
 				mode, steps, total.Scenarios, total.Kills, total.Runs, total.Lost, total.Duplicated, total.SecondOutputs, total.Orphans, total.Misordered, total.Unexpected,
-				total.ToolNeverRan, total.ToolReExecuted, len(rejected), total.CheckpointsLeft, total.ByteIdentical, total.KeyOrderOnly)
+				total.ToolRuns, total.ToolNeverRan, total.ToolReExecuted, total.InDoubt, total.Found, total.Reclaimed, len(rejected), total.CheckpointsLeft, total.ByteIdentical, total.KeyOrderOnly)
 			t.Logf("%s\nsteps of one conversation: %s", line, trace)
 			table = append(table, line)
 			checkReport(t, total, runs)
@@ -419,55 +499,94 @@ func TestApprovalKilledAtEveryStep(t *testing.T) {
 }
 
 // TestApprovalRandomKills kills children at random instants (inside SQL
-// statements and HTTP exchanges too), as internal/testkit/crashtest does.
+// statements, Redis scripts and HTTP exchanges too), as
+// internal/testkit/crashtest does, on SQLite, Redis and PostgreSQL. The
+// loop claims before the tool's side effect; a child that finds a call in
+// doubt asks the tool's system (the side-effect log) and records the
+// output found, or reclaims the call when the tool never acted. Across
+// the rounds: no call's tool runs twice, none runs again without an
+// in-doubt report and a reclaim first, and the history is whole.
 func TestApprovalRandomKills(t *testing.T) {
-	const runs, kills = 20, 12
-	api := newFakeAPI(t, approvalAPI)
-	e := newApprovalEnv(t, api, "atomic", runs)
-	rng := rand.New(rand.NewPCG(2026, 20))
-	r := killReport{Scenarios: 1}
-	for r.Kills < kills {
-		c := exec.Command(os.Args[0], "-test.run=^TestApprovalChild$", "-test.count=1")
-		c.Env = append(append(os.Environ(), e.env...), envApprovalKill+"=0")
-		stdout, err := c.StdoutPipe()
-		require.NoError(t, err)
-		var stderr bytes.Buffer
-		c.Stderr = &stderr
-		require.NoError(t, c.Start())
-		ready := make(chan struct{})
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			sent := false
-			for sc.Scan() {
-				if !sent && sc.Text() == "READY" {
-					close(ready)
-					sent = true
+	const runs, kills = 12, 30
+	var mu sync.Mutex
+	var table []string
+	for _, b := range []string{"sqlite", "redis", "postgres"} {
+		t.Run(b, func(t *testing.T) {
+			t.Parallel()
+			api := newFakeAPI(t, approvalAPI)
+			e := newApprovalEnvAt(t, api, "atomic", runs, backendURL(t, b))
+			rng := rand.New(rand.NewPCG(2026, uint64(len(b))))
+			var outs strings.Builder
+			r := killReport{Scenarios: 1}
+			for r.Kills < kills {
+				c := exec.Command(os.Args[0], "-test.run=^TestApprovalChild$", "-test.count=1")
+				c.Env = append(append(os.Environ(), e.env...), envApprovalKill+"=0")
+				stdout, err := c.StdoutPipe()
+				require.NoError(t, err)
+				var stderr bytes.Buffer
+				c.Stderr = &stderr
+				require.NoError(t, c.Start())
+				ready, read := make(chan struct{}), make(chan string, 1)
+				go func() {
+					var out strings.Builder
+					sc := bufio.NewScanner(stdout)
+					sent := false
+					for sc.Scan() {
+						out.WriteString(sc.Text() + "\n")
+						if !sent && sc.Text() == "READY" {
+							close(ready)
+							sent = true
+						}
+					}
+					if !sent {
+						close(ready)
+					}
+					read <- out.String()
+				}()
+				<-ready
+				time.Sleep(time.Duration(rng.IntN(40_000)) * time.Microsecond)
+				_ = c.Process.Signal(syscall.SIGKILL)
+				outs.WriteString(<-read)
+				_ = c.Wait()
+				ws, _ := c.ProcessState.Sys().(syscall.WaitStatus)
+				if !ws.Signaled() {
+					require.True(t, c.ProcessState.Success(), "child failed: %s", stderr.String())
+					break // finished before the kill
 				}
+				r.Kills++
 			}
-			if !sent {
-				close(ready)
-			}
-		}()
-		<-ready
-		time.Sleep(time.Duration(rng.IntN(40_000)) * time.Microsecond)
-		_ = c.Process.Signal(syscall.SIGKILL)
-		_ = c.Wait()
-		ws, _ := c.ProcessState.Sys().(syscall.WaitStatus)
-		if !ws.Signaled() {
-			require.True(t, c.ProcessState.Success(), "child failed: %s", stderr.String())
-			break // finished before the kill
-		}
-		r.Kills++
+			killed, out := runApprovalChild(t, e.env, 0)
+			require.False(t, killed, out)
+			outs.WriteString(out)
+			v := verifyApproval(t, api, e.dsn, e.sid, e.tools, runs, outs.String())
+			v.Kills, v.Scenarios = r.Kills, 1
+			_, _, rejected := api.stats()
+			line := fmt.Sprintf("%-8s kills=%d runs=%d/%d tool-runs=%d claims=%d in-doubt=%d found=%d reclaimed=%d tool-re-executed=%d unreported-re-runs=%d lost=%d duplicated=%d second-outputs=%d orphans=%d unanswered=%d misordered=%d unexpected=%d tool-never-ran=%d api-rejections=%d checkpoints-left=%d",
+				b, v.Kills, v.Runs, runs, v.ToolRuns, v.Claimed, v.InDoubt, v.Found, v.Reclaimed, v.ToolReExecuted, v.UnreportedReRuns, v.Lost, v.Duplicated, v.SecondOutputs, v.Orphans, v.Unanswered, v.Misordered, v.Unexpected, v.ToolNeverRan, len(rejected), v.CheckpointsLeft)
+			t.Logf("random kills: %s", line)
+			mu.Lock()
+			table = append(table, line)
+			mu.Unlock()
+			checkReport(t, v, runs)
+			require.Empty(t, rejected)
+		})
 	}
-	killed, out := runApprovalChild(t, e.env, 0)
-	require.False(t, killed, out)
-	v := verifyApproval(t, api, e.dsn, e.sid, e.tools, runs)
-	v.Kills, v.Scenarios = r.Kills, 1
-	_, _, rejected := api.stats()
-	t.Logf("random kills: kills=%d runs=%d/%d lost=%d duplicated=%d second-outputs=%d orphans=%d misordered=%d unexpected=%d tool-never-ran=%d tool-re-executed=%d api-rejections=%d checkpoints-left=%d",
-		v.Kills, v.Runs, runs, v.Lost, v.Duplicated, v.SecondOutputs, v.Orphans, v.Misordered, v.Unexpected, v.ToolNeverRan, v.ToolReExecuted, len(rejected), v.CheckpointsLeft)
-	checkReport(t, v, runs)
-	require.Empty(t, rejected)
+	t.Cleanup(func() {
+		t.Logf("random kills with claims (%d runs per conversation):\n%s", runs, strings.Join(table, "\n"))
+	})
+}
+
+// backendURL returns a fresh store URL of the named backend: a new SQLite
+// file, or a new key prefix or table on the test servers.
+func backendURL(t *testing.T, name string) string {
+	t.Helper()
+	for _, b := range storetest.Backends() {
+		if b.Name == name {
+			return b.URL(t)
+		}
+	}
+	t.Fatalf("no backend %q", name)
+	return ""
 }
 
 // TestApprovalFlow is the flow in one test process, two store handles

@@ -111,11 +111,24 @@ func needsApproval(call session.Item) bool {
 	return name == "delete_file"
 }
 
+// toolSystem is what the loop knows of the approved tool: run performs
+// the call's side effect (durable before it returns), acted asks the
+// tool's system whether it acted on a call id (the idempotency key a call
+// in doubt is resolved by), and note hears the loop's claim events
+// ("claimed", "conflict", "in-doubt", "found", "reclaim").
+type toolSystem struct {
+	run   func(call session.Item) error
+	acted func(callID string) (bool, error)
+	note  func(event, callID string)
+}
+
 // approvalLoop drives the conversation of n runs on s from wherever an
 // earlier (killed) process left it, using only runstate.Run and this
-// package. tool runs an approved call (its side effect durable before it
-// returns); hook is called around every model call.
-func approvalLoop(ctx context.Context, s session.Session, client openai.Client, n int, tool func(call session.Item) error, hook func(string)) error {
+// package: an approved call's tool runs under a claim (RunTool), and a
+// call in doubt is resolved by asking the tool's system (Output of what it
+// did, or Reclaim and run it again when it did not act). hook is called
+// around every model call and after every tool side effect.
+func approvalLoop(ctx context.Context, s session.Session, client openai.Client, n int, tools toolSystem, hook func(string)) error {
 	run, err := runstate.Open(ctx, s, approvalOpts)
 	if err != nil {
 		return fmt.Errorf("open: %w", err)
@@ -134,26 +147,60 @@ func approvalLoop(ctx context.Context, s session.Session, client openai.Client, 
 		hook("after model call")
 		return resp, nil
 	}
+	runTool := func(ctx context.Context, call session.Item) (responses.ResponseInputItemUnionParam, error) {
+		tools.note("claimed", call.CallID())
+		if err := tools.run(call); err != nil {
+			return responses.ResponseInputItemUnionParam{}, err
+		}
+		return param.Override[responses.ResponseInputItemUnionParam](json.RawMessage(approvalToolOutput(call.CallID()))), nil
+	}
 	for {
+		if len(run.InDoubt()) > 0 {
+			calls, err := openaigo.InDoubtCalls(ctx, run, s)
+			if err != nil {
+				return err
+			}
+			for _, c := range calls {
+				tools.note("in-doubt", c.CallID())
+				acted, err := tools.acted(c.CallID())
+				if err != nil {
+					return err
+				}
+				if acted {
+					tools.note("found", c.CallID())
+					if err := openaigo.Output(ctx, run, param.Override[responses.ResponseInputItemUnionParam](json.RawMessage(approvalToolOutput(c.CallID())))); err != nil {
+						return fmt.Errorf("output found %s: %w", c, err)
+					}
+					continue
+				}
+				tools.note("reclaim", c.CallID())
+				if err := run.Reclaim(ctx, c.CallID()); err != nil {
+					return fmt.Errorf("reclaim %s: %w", c, err)
+				}
+				if err := openaigo.RunTool(ctx, run, c, runTool); err != nil {
+					return fmt.Errorf("run reclaimed %s: %w", c, err)
+				}
+			}
+			continue
+		}
 		if len(run.Awaiting()) > 0 {
 			calls, err := openaigo.AwaitingCalls(ctx, run, s)
 			if err != nil {
 				return err
 			}
 			for _, c := range calls {
-				var out string
-				switch c.Type() {
-				case "mcp_approval_request":
-					out = approvalMCPResponse(c.ID())
-				default:
-					// Approved: the tool runs, then its output is recorded.
-					if err := tool(c); err != nil {
-						return err
+				if c.Type() == "mcp_approval_request" {
+					if err := openaigo.Output(ctx, run, param.Override[responses.ResponseInputItemUnionParam](json.RawMessage(approvalMCPResponse(c.ID())))); err != nil {
+						return fmt.Errorf("output %s: %w", c, err)
 					}
-					out = approvalToolOutput(c.CallID())
+					continue
 				}
-				if err := openaigo.Output(ctx, run, param.Override[responses.ResponseInputItemUnionParam](json.RawMessage(out))); err != nil {
-					return fmt.Errorf("output %s: %w", c, err)
+				// Approved: claimed, run, its output recorded.
+				if err := openaigo.RunTool(ctx, run, c, runTool); err != nil {
+					if errors.Is(err, session.ErrCheckpointConflict) || errors.Is(err, runstate.ErrInDoubt) {
+						tools.note("conflict", c.CallID())
+					}
+					return fmt.Errorf("run %s: %w", c, err)
 				}
 			}
 			if err := run.Settle(ctx); err != nil {
@@ -225,4 +272,11 @@ func approvalLoop(ctx context.Context, s session.Session, client openai.Client, 
 			}
 		}
 	}
+}
+
+// noTools is a toolSystem whose tool does nothing and never acted.
+var noTools = toolSystem{
+	run:   func(session.Item) error { return nil },
+	acted: func(string) (bool, error) { return false, nil },
+	note:  func(string, string) {},
 }

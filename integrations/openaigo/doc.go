@@ -50,11 +50,14 @@
 // # Approvals
 //
 // The approval flow is runstate.Run's, driven with openai-go's types
-// (Turn, Interrupt, AwaitingCalls, Output, Finish, RunInput): a response
-// whose calls need a human parks on the run's checkpoint, kept in the
-// session's own store (session.CheckpointStore); under output guardrails
-// the response's items ride the checkpoint, not the session, until the
-// approvals come back:
+// (Turn, Interrupt, AwaitingCalls, Claim, RunTool, Output, InDoubtCalls,
+// Finish, RunInput): a response whose calls need a human parks on the
+// run's checkpoint, kept in the session's own store
+// (session.CheckpointStore); under output guardrails the response's items
+// ride the checkpoint, not the session, until the approvals come back.
+// Once a call is approved, its tool runs under a claim: RunTool saves the
+// claim (one versioned write of the checkpoint) before the tool's side
+// effect and records the tool's output after it:
 //
 //	opts := runstate.Options{OutputGuardrails: true, ToolUse: runstate.ToolUseStopOnFirstTool}
 //	run, err := runstate.Open(ctx, s, opts)
@@ -64,10 +67,42 @@
 //	}
 //	// later, in any process:
 //	run, err = runstate.Open(ctx, s, opts)             // recovers what a killed process left
-//	calls, err := openaigo.AwaitingCalls(ctx, run, s)
-//	for _, c := range calls { err = openaigo.Output(ctx, run, outputOf(c)) } // once approved and run
+//	calls, err := openaigo.AwaitingCalls(ctx, run, s)  // run.Next(): runstate.NextApproval
+//	for _, c := range calls {
+//		if !approved(c) {
+//			err = openaigo.Output(ctx, run, rejection(c)) // a rejection needs no claim
+//			continue
+//		}
+//		err = openaigo.RunTool(ctx, run, c, tool)      // claim, run the tool, record its output
+//		if errors.Is(err, session.ErrCheckpointConflict) || errors.Is(err, runstate.ErrInDoubt) {
+//			return err                                  // another process claimed it: its tool did not run here
+//		}
+//	}
 //	err = run.Settle(ctx)                              // calls and outputs land in one ordered append
 //	// the next model call, then openaigo.Finish(ctx, run, resp)
+//
+// A process killed after a claim and before the call's output is recorded
+// leaves the call in doubt: the next Open reports it in run.InDoubt() and
+// InDoubtCalls (run.Next() is runstate.NextResolve), never in
+// run.Awaiting(), so it is not offered for approval again. The caller asks
+// the tool's system whether it acted on the call id (the natural
+// idempotency key) and resolves the call: Output with what it did,
+// run.Reclaim then RunTool to run it again on purpose, or run.Abandon to
+// tell the model the outcome is unknown.
+//
+// What holds, on every store that keeps checkpoints:
+//
+//   - the history, exactly once: every call and output lands once, in
+//     order, whatever process dies at whatever instant;
+//   - a claimed tool (RunTool, Claim), at most once: of two processes
+//     resuming one parked run, one claims and runs the tool and the other
+//     gets an error wrapping session.ErrCheckpointConflict (or
+//     runstate.ErrInDoubt) before its tool runs; after a crash inside the
+//     tool the call is in doubt until the caller resolves it, and it runs
+//     again only if the caller reclaims it;
+//   - a tool run without a claim (Output alone), at least once: a crash
+//     between its side effect and its Output offers the call for approval
+//     again, and a second process may run it at the same time.
 //
 // Items that rode a checkpoint document come back from it with sorted keys
 // (the document is written in the Python RunState layout), so a withheld

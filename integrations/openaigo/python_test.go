@@ -74,7 +74,7 @@ func TestPythonSQLiteSessionReads(t *testing.T) {
 	a, err := st.Session("approval-1")
 	require.NoError(t, err)
 	api := newFakeAPI(t, approvalAPI)
-	require.NoError(t, approvalLoop(ctx, a, newClient(api.URL()), 2, func(session.Item) error { return nil }, func(string) {}))
+	require.NoError(t, approvalLoop(ctx, a, newClient(api.URL()), 2, noTools, func(string) {}))
 	want := map[string][]string{}
 	for _, sid := range []string{"conversation-1", "fixtures", "approval-1"} {
 		s, err := st.Session(sid)
