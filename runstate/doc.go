@@ -41,7 +41,9 @@
 //     awaiting again, until the caller resolves it with Output (what the
 //     tool's system reports under the call id, its natural idempotency
 //     key), Reclaim (run it again, on purpose) or Abandon (tell the model
-//     the outcome is unknown);
+//     the outcome is unknown), once its claimer is known to be gone (a
+//     checkpoint cannot tell a dead claimer from a slow one: Claims says
+//     who claimed when);
 //   - a tool run without a claim runs at least once: a crash after its side
 //     effect and before its Output is durable offers the call again.
 //

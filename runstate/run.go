@@ -158,10 +158,16 @@ func (r *Run) Awaiting() []string {
 
 // InDoubt returns the ids of the calls claimed by another Run (another
 // process, or one before a restart) whose outputs are not recorded: their
-// tools may have run, or died running. Each is resolved with Output (the
-// result found, e.g. by asking the tool's system under the call id, which
-// is the natural idempotency key), Reclaim (run it again, on purpose) or
-// Abandon (tell the model its outcome is unknown).
+// tools may have run, may have died running, or may be running still in
+// the process that claimed them (Checkpoint.Claims says who and when: a
+// checkpoint cannot tell a dead claimer from a slow one). Each is resolved
+// with Output (the result found, e.g. by asking the tool's system under
+// the call id, which is the natural idempotency key), Reclaim (run it
+// again, on purpose) or Abandon (tell the model its outcome is unknown).
+// Resolve a call only once its claimer is known to be gone, or when its
+// tool is idempotent under the call id: a live claimer's own Output then
+// fails with session.ErrCheckpointConflict, so the history stays exactly
+// once, but a Reclaim beside a live claimer runs the tool twice.
 func (r *Run) InDoubt() []string {
 	_, _, inDoubt := r.cp.split(r.mine)
 	return inDoubt
@@ -199,8 +205,9 @@ func (r *Run) Claim(ctx context.Context, callID string) error {
 }
 
 // Reclaim claims a call in doubt for this Run, to run its tool again on
-// purpose (the tool's system said it did not act on the call id, or it is
-// idempotent). Like Claim, one of two reclaimers wins and the other gets
+// purpose: its claimer is gone and the tool's system said it did not act
+// on the call id, or the tool is idempotent under it (see InDoubt). Like
+// Claim, one of two reclaimers wins and the other gets
 // session.ErrCheckpointConflict. A call not in doubt is ErrNotInDoubt.
 func (r *Run) Reclaim(ctx context.Context, callID string) error {
 	if _, _, inDoubt := r.cp.split(r.mine); !slices.Contains(inDoubt, callID) {
@@ -213,7 +220,7 @@ func (r *Run) claim(ctx context.Context, callID string) error {
 	prev := r.cp.run.clone()
 	r.cp.setClaim(callID, r.owner, time.Now())
 	doc, err := r.cp.MarshalJSON()
-	if err == nil {
+	if err == nil && !brokenClaim {
 		err = r.put(ctx, doc) // always a write: the version check is the claim
 	}
 	if err != nil {
@@ -363,7 +370,7 @@ func (r *Run) Interrupt(ctx context.Context, responseID string, items []session.
 		return err
 	}
 	awaiting = slices.Compact(slices.Clone(awaiting))
-	if err := r.checkAwaited(ctx, items, awaiting); err != nil {
+	if err := r.checkAwaited(ctx, items, awaiting); err != nil && !brokenInterrupt {
 		return err
 	}
 	r.cp.StartTurn()
@@ -487,7 +494,7 @@ func (r *Run) Settle(ctx context.Context, items ...session.Item) error {
 	if err := r.unanswered(); err != nil {
 		return err
 	}
-	if !r.cp.HasHeld() && !r.cp.run.TurnOpen && len(r.outputs) == 0 {
+	if !r.cp.HasHeld() && !r.cp.run.TurnOpen && len(r.outputs) == 0 && !(brokenSettle && len(items) > 0) {
 		if len(items) > 0 {
 			return fmt.Errorf("%w: %d items not appended", ErrNothingToSettle, len(items))
 		}
@@ -759,3 +766,18 @@ func findInSession(ctx context.Context, s session.Session, ids []string) (map[st
 		}
 	}
 }
+
+// Test hooks, off but in the property test's negative controls
+// (runprop_test.go): each breaks the Run the way it was broken before
+// issue 34.
+var (
+	// brokenInterrupt: Interrupt does not check its awaited ids, so an
+	// output can be recorded for a call that is nowhere.
+	brokenInterrupt bool
+	// brokenClaim: Claim does not write its claim, so two copies of a Run
+	// both claim one call.
+	brokenClaim bool
+	// brokenSettle: Settle with items appends them when no interrupted
+	// turn is open, so the rest of a turn can land twice.
+	brokenSettle bool
+)
