@@ -89,6 +89,7 @@ type Checkpoint struct {
 	atomic     bool                     // appends commit with the checkpoint (a Run's atomic store): no tail digests
 	memo       *encoded                 // the last document MarshalJSON wrote
 	run        runMeta                  // the Run's own member (claims, open turn, response id)
+	runLaid    *laidMember              // its last layout
 }
 
 // resumable reports whether a step can carry a pending write (rule 2).
@@ -370,22 +371,97 @@ func (cp *Checkpoint) MarshalJSON() ([]byte, error) {
 	} else {
 		ms = deleteMember(ms, keyTerminal)
 	}
-	if run := cp.run.encode(cp.pendingIDs()); run != nil {
-		ms = setMember(ms, keyRun, run)
-	} else {
-		ms = deleteMember(ms, keyRun)
-	}
+	// The Run's member changes with every turn (its response id): the
+	// rest of the document is laid out (or taken from the memo) without
+	// it, and the member spliced in.
+	ms = deleteMember(ms, keyRun)
+	run := cp.run.encode(cp.pendingIDs())
+	var out []byte
 	if m := cp.memo; w == nil && m != nil && sameMembers(m.ms, ms) {
-		return bytes.Clone(m.out), nil
+		out = bytes.Clone(m.out)
+	} else {
+		var err error
+		if out, err = pythonLayout(encodeObject(ms)); err != nil {
+			return nil, fmt.Errorf("runstate: encode checkpoint: %w", err)
+		}
+		if w == nil { // small: no batch on it
+			cp.memo = &encoded{ms: cloneMembers(ms), out: bytes.Clone(out)}
+		}
 	}
-	out, err := pythonLayout(encodeObject(ms))
+	if run == nil {
+		return out, nil
+	}
+	if spliced, ok := cp.splice(out, run); ok {
+		return spliced, nil
+	}
+	out, err := pythonLayout(encodeObject(setMember(ms, keyRun, run)))
 	if err != nil {
 		return nil, fmt.Errorf("runstate: encode checkpoint: %w", err)
 	}
-	if w == nil { // small: no batch on it
-		cp.memo = &encoded{ms: cloneMembers(ms), out: bytes.Clone(out)}
-	}
 	return out, nil
+}
+
+// splice is spliceMember of the Run's member, its layout kept from the
+// last call (a Run writes the same member before and after each commit).
+func (cp *Checkpoint) splice(doc []byte, run json.RawMessage) ([]byte, bool) {
+	if l := cp.runLaid; l == nil || !bytes.Equal(l.raw, run) {
+		lay, err := pythonLayout(encodeObject([]member{{Key: keyRun, Value: run}}))
+		if err != nil {
+			return nil, false
+		}
+		cp.runLaid = &laidMember{raw: bytes.Clone(run), lay: lay}
+	}
+	return spliceLaid(doc, keyRun, cp.runLaid.lay)
+}
+
+// laidMember is a top-level member and its layout as a one-member document.
+type laidMember struct {
+	raw, lay []byte
+}
+
+// spliceMember returns doc, a document in Python's layout, with the
+// top-level member key (absent from doc) inserted where Python's sort_keys
+// puts it: the same bytes as laying out the document with the member. ok
+// is false when it cannot tell where (a key it would have to decode, or no
+// key sorting after it); the caller then lays out the whole document.
+func spliceMember(doc []byte, key string, value json.RawMessage) ([]byte, bool) {
+	lay, err := pythonLayout(encodeObject([]member{{Key: key, Value: value}}))
+	if err != nil {
+		return nil, false
+	}
+	return spliceLaid(doc, key, lay)
+}
+
+// spliceLaid is spliceMember given the member's layout as a one-member
+// document.
+func spliceLaid(doc []byte, key string, lay []byte) ([]byte, bool) {
+	if len(lay) < 4 {
+		return nil, false
+	}
+	text := lay[1 : len(lay)-3] // "\n  \"key\": value", without the braces
+	for i := 0; ; {
+		j := bytes.Index(doc[i:], []byte("\n  \""))
+		if j < 0 {
+			return nil, false
+		}
+		p := i + j
+		end := bytes.IndexByte(doc[p+4:], '"')
+		if end < 0 {
+			return nil, false
+		}
+		k := doc[p+4 : p+4+end]
+		if bytes.IndexByte(k, '\\') >= 0 {
+			return nil, false
+		}
+		if string(k) > key {
+			out := make([]byte, 0, len(doc)+len(text)+1)
+			out = append(out, doc[:p]...)
+			out = append(out, text...)
+			out = append(out, ',')
+			return append(out, doc[p:]...), true
+		}
+		i = p + 4 + end
+	}
 }
 
 // encoded is the last document without a pending write MarshalJSON wrote

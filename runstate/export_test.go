@@ -129,3 +129,9 @@ type Opt[T any] = opt[T]
 func (w *PendingWrite) ResponseIDOpt() Opt[string] { return w.responseID }
 func (w *PendingWrite) StoreOpt() Opt[bool]        { return w.store }
 func (w *PendingWrite) PolicyOpt() Opt[Policy]     { return w.policy }
+
+// SpliceMember exposes spliceMember to the tests.
+var SpliceMember = spliceMember
+
+// PythonLayout exposes pythonLayout to the tests.
+var PythonLayout = pythonLayout

@@ -37,6 +37,9 @@ func FuzzLoad(f *testing.F) {
 		if err != nil {
 			t.Fatalf("loaded but cannot write: %v", err)
 		}
+		if laid, err := runstate.PythonLayout(out); err != nil || string(laid) != string(out) {
+			t.Fatalf("the document written is not in Python's layout (%v):\n%s", err, out)
+		}
 		back, err := runstate.Load(out)
 		if err != nil {
 			t.Fatalf("written document does not load: %v\n%s", err, out)
