@@ -20,7 +20,7 @@
 //		err = run.Output(ctx, runTool(id))                // as each tool output exists
 //	}
 //	err = run.Settle(ctx)                                 // calls and outputs land in one ordered append
-//	err = run.Finish(ctx, respID, final...)               // the run is over: the checkpoint is deleted
+//	err = run.Finish(ctx, respID, final...)               // the run is over: the checkpoint is idle again
 //
 // Run.Next says what the loop must do next: give input, call the model
 // (after which response), await approval, record the outputs of running

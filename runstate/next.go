@@ -59,7 +59,7 @@ func (r *Run) Next() Next {
 // the one that loaded it).
 func (cp *Checkpoint) Next() Next { return cp.next(nil) }
 
-func (cp *Checkpoint) next(mine map[string]bool) Next {
+func (cp *Checkpoint) next(mine map[string]string) Next {
 	awaiting, running, inDoubt := cp.split(mine)
 	switch {
 	case cp.Terminal:
@@ -81,17 +81,26 @@ func (cp *Checkpoint) next(mine map[string]bool) Next {
 }
 
 // split sorts the calls still awaited into those awaiting approval (not
-// claimed), those claimed by mine, and those claimed by anyone else.
-func (cp *Checkpoint) split(mine map[string]bool) (awaiting, running, inDoubt []string) {
+// claimed), those claimed by mine (call id → claim token), and those
+// claimed by anyone else.
+func (cp *Checkpoint) split(mine map[string]string) (awaiting, running, inDoubt []string) {
 	for _, id := range cp.pendingIDs() {
-		switch _, claimed := cp.run.Claims[id]; {
+		switch c, claimed := cp.run.Claims[id]; {
 		case !claimed:
 			awaiting = append(awaiting, id)
-		case mine[id]:
+		case mine[id] != "" && mine[id] == c.Token:
 			running = append(running, id)
 		default:
 			inDoubt = append(inDoubt, id)
 		}
 	}
 	return slices.Clip(awaiting), slices.Clip(running), slices.Clip(inDoubt)
+}
+
+// Idle reports whether doc is the checkpoint of a run with nothing in
+// progress (what Finish leaves: Next is NextInput): a store holding it, or
+// none, holds no run to resume.
+func Idle(doc []byte) bool {
+	cp, err := Load(doc)
+	return err == nil && cp.Next().Kind == NextInput
 }

@@ -90,12 +90,12 @@ type Run struct {
 	name    string
 	opts    Options
 	cp      *Checkpoint
-	version int64           // of the stored checkpoint; 0: none stored
-	stored  []byte          // the document last saved
-	attempt []byte          // the document of the last atomic commit tried
-	outputs []session.Item  // outputs Output folded into the held batch since Open
-	wrapped session.Session // r.s as session returns it, made once
-	mine    map[string]bool // calls this Run claimed
+	version int64             // of the stored checkpoint; 0: none stored
+	stored  []byte            // the document last saved
+	attempt []byte            // the document of the last atomic commit tried
+	outputs []session.Item    // outputs Output folded into the held batch since Open
+	wrapped session.Session   // r.s as session returns it, made once
+	mine    map[string]string // calls this Run claimed: call id → the claim's token
 	owner   string
 	done    bool // Finish ended the run
 }
@@ -228,9 +228,9 @@ func (r *Run) claim(ctx context.Context, callID string) error {
 		return err
 	}
 	if r.mine == nil {
-		r.mine = map[string]bool{}
+		r.mine = map[string]string{}
 	}
-	r.mine[callID] = true
+	r.mine[callID] = r.cp.run.Claims[callID].Token
 	return nil
 }
 
@@ -373,6 +373,7 @@ func (r *Run) Interrupt(ctx context.Context, responseID string, items []session.
 	if err := r.checkAwaited(ctx, items, awaiting); err != nil && !brokenInterrupt {
 		return err
 	}
+	undo := r.snapshot()
 	r.cp.StartTurn()
 	r.cp.Step = Step{Kind: StepInterruption, PendingCallIDs: awaiting}
 	r.cp.run.TurnOpen, r.cp.run.ResponseID, r.done = true, responseID, false
@@ -381,10 +382,14 @@ func (r *Run) Interrupt(ctx context.Context, responseID string, items []session.
 		if responseID != "" {
 			id = &responseID
 		}
-		if err := r.cp.Park(r.s, items, ParkOptions{Policy: r.opts.Policy, ResponseID: id}); err != nil {
-			return err
+		err := r.cp.Park(r.s, items, ParkOptions{Policy: r.opts.Policy, ResponseID: id})
+		if err == nil {
+			err = r.sync(ctx)
 		}
-		return r.sync(ctx)
+		if err != nil {
+			undo() // nothing was recorded
+		}
+		return err
 	}
 	return r.save(ctx, func(s session.Session) error {
 		_, err := r.cp.Save(ctx, s, SaveArgs{NewItems: items, Slice: true, Register: true, ResponseID: responseID, Policy: r.opts.Policy})
@@ -458,7 +463,9 @@ func (r *Run) Output(ctx context.Context, output session.Item) error {
 		return fmt.Errorf("%w: %s", ErrNotAwaiting, k.ID)
 	}
 	if r.cp.HasHeld() {
+		undo := r.snapshot()
 		if err := r.cp.ExtendHeld([]session.Item{output}); err != nil {
+			undo()
 			return err
 		}
 		r.outputs = append(r.outputs, output)
@@ -467,6 +474,7 @@ func (r *Run) Output(ctx context.Context, output session.Item) error {
 			r.cp.SetStep(StepRunAgain)
 		}
 		if err := r.sync(ctx); err != nil {
+			undo() // nothing was recorded: the output must not settle later
 			return err
 		}
 		delete(r.mine, k.ID)
@@ -528,8 +536,13 @@ func (r *Run) resolved(items []session.Item) []session.Item {
 	return append(slices.Clone(r.outputs), items...)
 }
 
-// Finish persists the final turn's items (the final output) and deletes
-// the checkpoint: the run is over. It fails with ErrAwaiting while a call
+// Finish persists the final turn's items (the final output) and ends the
+// run: the stored checkpoint becomes an idle document (no step, nothing
+// pending, nothing claimed; Next reports NextInput to whoever loads it).
+// It is not deleted: a deleted checkpoint's versions start over, so a copy
+// of this run still held by another process could match a later run's
+// version and write into it; an idle one keeps counting, and that copy
+// gets session.ErrCheckpointConflict. It fails with ErrAwaiting while a call
 // still awaits its output (an *InDoubtError while one is in doubt). A
 // withheld batch settles ahead of items, as Python's final sweep does:
 // should the process die inside that append, the checkpoint is terminal
@@ -555,13 +568,24 @@ func (r *Run) Finish(ctx context.Context, responseID string, items ...session.It
 	}
 	r.outputs = nil
 	if r.version != 0 {
-		if err := r.store.DeleteCheckpoint(ctx, r.name, r.version); err != nil {
-			return fmt.Errorf("runstate: delete checkpoint %q: %w", r.name, err)
+		// Idle, not deleted: a deleted checkpoint's versions start over,
+		// and a copy of this run could then match the next run's version.
+		if err := r.put(ctx, blankDoc()); err != nil {
+			return err
 		}
 	}
-	r.cp, r.version, r.stored, r.mine, r.done = New(), 0, nil, nil, true
+	r.cp, r.mine, r.done = New(), nil, true
 	r.cp.atomic = r.commit != nil
 	return nil
+}
+
+// snapshot returns a function that puts the run's checkpoint and the
+// outputs it recorded back as they are now, for a call that changes them
+// before its save and must leave nothing behind when the save fails.
+func (r *Run) snapshot() (undo func()) {
+	cp, outputs := r.cp.Clone(), len(r.outputs)
+	cp.atomic, cp.memo = r.cp.atomic, r.cp.memo
+	return func() { r.cp, r.outputs = cp, r.outputs[:outputs] }
 }
 
 // Checkpoint returns the run's checkpoint, for reading (Pending, Step, the
@@ -641,6 +665,7 @@ func (r *Run) reload(ctx context.Context) error {
 		r.cp, r.version, r.stored = cp, v, doc
 	}
 	r.cp.atomic = r.commit != nil
+	r.outputs = nil // the stored batch holds what was recorded of them
 	return nil
 }
 

@@ -22,7 +22,7 @@ import (
 // Run's public API, valid and invalid calls alike, on two copies of a Run
 // over one session (each copy dropped and opened again at random: a
 // restart; a copy that finishes the run drops the other, see
-// TestRunPropertyKnownDefects), on the memory store and SQLite, with the
+// TestRunPropertyFoundDefects), on the memory store and SQLite, with the
 // output-guardrail gate on and off. Any call may fail; after every step
 //
 //  1. history.Diagnose finds nothing severe in the session;
@@ -82,9 +82,6 @@ type runWorld struct {
 	opts runstate.Options
 	// execs is how many random programs TestRunProperty runs in it.
 	execs int
-	// staleAcrossFinish keeps the other copy when one finishes the run
-	// (by default it is dropped: see TestRunPropertyKnownDefects).
-	staleAcrossFinish bool
 }
 
 // runWorlds are the memory store and an SQLite file in dir, each with the
@@ -371,11 +368,6 @@ func (e *runExec) do(op runOp, slot int, arg func() byte) error {
 		}
 		args = describe(its)
 		err = r.Finish(ctx, resp, its...)
-		if err == nil && !e.w.staleAcrossFinish {
-			// The other copy does not outlive the run: see
-			// TestRunPropertyKnownDefects.
-			e.slots[1-slot] = nil
-		}
 	}
 	var doubt *runstate.InDoubtError
 	if errors.As(err, &doubt) {
@@ -730,24 +722,23 @@ func TestRunPropertyCatchesABrokenRun(t *testing.T) {
 	}
 }
 
-// Two defects of the Run the property finds, which only non-test code
-// can fix. While each stands, TestRunPropertyKnownDefects skips, naming
-// the violation it found; once fixed, it passes.
+// Two defects of the Run the property found, each red before its fix.
 //
-// A stale output after a reload: Output under the gate folds the output
-// into the Run's r.outputs before it saves, and keeps it there when the
-// save fails (ErrCheckpointConflict). A later call that fails otherwise
-// (Input's "another pending session write stands") reloads the stored
-// checkpoint into the Run but keeps r.outputs, and the next Settle lands
-// that output, whose call is nowhere: an orphan output.
+// A stale output after a reload: Output under the gate folded the output
+// into the Run's r.outputs before it saved, and kept it there when the
+// save failed (ErrCheckpointConflict). A later call that failed otherwise
+// (Input's "another pending session write stands") reloaded the stored
+// checkpoint into the Run but kept r.outputs, and the next Settle landed
+// that output, whose call is nowhere: an orphan output. (Now a failed
+// Output or Interrupt puts the Run back as it was, and a reload forgets
+// the outputs.)
 //
-// A copy stale across a Finish: Finish deletes the checkpoint, and the
-// memory store and SQLite number a checkpoint's versions from 1 again
-// once it is deleted (0 is "none stored"), so a stale copy's version can
-// be the next run's: its save succeeds, and it lands what it held a
-// second time, or outputs of calls it never stored. TestRunProperty
-// leaves this out (a Finish drops the other copy); runWorld's
-// staleAcrossFinish keeps it.
+// A copy stale across a Finish: Finish deleted the checkpoint, and the
+// stores number a checkpoint's versions from 1 again once it is deleted
+// (0 is "none stored"), so a stale copy's version could be the next
+// run's: its save succeeded, and it landed what it held a second time, or
+// outputs of calls it never stored. (Now Finish leaves an idle checkpoint,
+// whose versions keep counting.)
 
 // staleOutputSeed: copies A and B open a new run; B parks c1; A's
 // Interrupt of c3 and its Output of c3 fail (B saved first); A's Input
@@ -758,19 +749,18 @@ var staleOutputSeed = []byte{op(rOpen, 0), op(rOpen, 1), op(rInterrupt, 1), 0, 0
 
 // staleAcrossFinishSeed: copy A parks c1 (the checkpoint's version 1);
 // copy B answers it, settles and finishes (the checkpoint is deleted),
-// then gives the next run its input (version 1 again); A, stale, records
+// then gives the next run its input (version 1 again, before the fix); A, stale, records
 // c1's output under version 1 and settles. (Gate on.)
 var staleAcrossFinishSeed = []byte{op(rInterrupt, 0), 0, 0, op(rOpen, 1), op(rOutput, 1), 1, op(rSettle, 1), 0,
 	op(rFinish, 1), 0, op(rInput, 1), op(rOutput, 0), 1, op(rSettle, 0), 0}
 
-func TestRunPropertyKnownDefects(t *testing.T) {
+func TestRunPropertyFoundDefects(t *testing.T) {
 	for _, tc := range []struct {
-		name        string
-		seed        []byte
-		staleFinish bool
+		name string
+		seed []byte
 	}{
-		{"a stale output after a reload", staleOutputSeed, false},
-		{"a copy stale across a Finish", staleAcrossFinishSeed, true},
+		{"a stale output after a reload", staleOutputSeed},
+		{"a copy stale across a Finish", staleAcrossFinishSeed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			worlds, closeAll, err := runWorlds(t.TempDir())
@@ -780,13 +770,12 @@ func TestRunPropertyKnownDefects(t *testing.T) {
 			defer closeAll()
 			var found []string
 			for _, w := range worlds {
-				w.staleAcrossFinish = tc.staleFinish
 				if v := asViolation(t, w, tc.seed); v != nil {
 					found = append(found, fmt.Sprintf("%s: %v", w.name, v))
 				}
 			}
 			if len(found) > 0 {
-				t.Skipf("known defect, %s:\n%s", tc.name, strings.Join(found, "\n"))
+				t.Fatalf("%s:\n%s", tc.name, strings.Join(found, "\n"))
 			}
 		})
 	}

@@ -193,8 +193,8 @@ func Output(ctx context.Context, run *runstate.Run, output responses.ResponseInp
 	return run.Output(ctx, it)
 }
 
-// Finish persists the response that ends the run and deletes the
-// checkpoint (runstate.Run.Finish): resp's output items as the API sent
+// Finish persists the response that ends the run and leaves its
+// checkpoint idle (runstate.Run.Finish): resp's output items as the API sent
 // them, then outputs. resp nil finishes without a response.
 func Finish(ctx context.Context, run *runstate.Run, resp *responses.Response, outputs ...session.Item) error {
 	if resp == nil {

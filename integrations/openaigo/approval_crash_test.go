@@ -16,6 +16,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -657,8 +658,8 @@ func TestApprovalFlow(t *testing.T) {
 	for i := range want {
 		require.Equal(t, canonical(want[i]), canonical(all[i].String()), "item %d", i)
 	}
-	_, _, err = s.(session.CheckpointStore).LoadCheckpoint(ctx, runstate.DefaultName)
-	require.ErrorIs(t, err, session.ErrNoCheckpoint, "the finished run leaves no checkpoint")
+	doc, _, err := s.(session.CheckpointStore).LoadCheckpoint(ctx, runstate.DefaultName)
+	require.True(t, errors.Is(err, session.ErrNoCheckpoint) || err == nil && runstate.Idle(doc), "the finished run leaves no run behind (%v):\n%s", err, doc)
 	_, _, rejected := api.stats()
 	require.Empty(t, rejected)
 	var sorted []int

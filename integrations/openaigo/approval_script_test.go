@@ -23,7 +23,7 @@ import (
 // output guardrails with stop-on-first-tool, so that turn is withheld and
 // parked on the checkpoint; a process (any) approves both, runs the tool,
 // records the outputs and settles; the model's final answer (the MCP
-// call, reasoning, "done k") finishes the run and deletes the checkpoint.
+// call, reasoning, "done k") finishes the run and leaves the checkpoint idle.
 
 var approvalOpts = runstate.Options{OutputGuardrails: true, ToolUse: runstate.ToolUseStopOnFirstTool}
 

@@ -517,7 +517,7 @@ func crashLoopRun(t *testing.T, b backend) {
 			}
 		}
 	}
-	_, _, cpErr := cs.LoadCheckpoint(ctx, runstate.DefaultName)
+	cpDoc, _, cpErr := cs.LoadCheckpoint(ctx, runstate.DefaultName)
 	if rep.Lost+rep.Duplicated+rep.Unexpected > 0 {
 		for i, it := range items {
 			t.Logf("%d: %s", i, it)
@@ -534,7 +534,7 @@ func crashLoopRun(t *testing.T, b backend) {
 	require.Zero(t, rep.Unexpected, "unexpected items")
 	require.Zero(t, rep.ToolNeverRan, "an answered call whose tool never ran")
 	require.Zero(t, rep.ToolReExecuted, "a claimed tool ran twice")
-	require.ErrorIs(t, cpErr, session.ErrNoCheckpoint, "the finished script leaves no checkpoint")
+	require.True(t, errors.Is(cpErr, session.ErrNoCheckpoint) || cpErr == nil && runstate.Idle(cpDoc), "the finished script leaves no run behind: %v", cpErr)
 }
 
 // TestCrashLoopRun kills children driving runstate.Run through a scripted
