@@ -11,9 +11,9 @@ import (
 var _ adapters.PageLister = (*urlStore)(nil)
 
 // ListSessionsPage lists, sorted, at most limit of the sessions holding
-// items whose id comes after cursor (adapters.PageLister); the cursor is
-// the last id listed. It looks at every session for each page, and sorts
-// only those after the cursor.
+// items or checkpoints whose id comes after cursor (adapters.PageLister);
+// the cursor is the last id listed. It looks at every session for each
+// page, and sorts only those after the cursor.
 func (st *Store) ListSessionsPage(ctx context.Context, cursor string, limit int) ([]string, string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, "", err
@@ -27,7 +27,7 @@ func (st *Store) ListSessionsPage(ctx context.Context, cursor string, limit int)
 	now := st.opts.Now()
 	var ids []string
 	for id, h := range st.data {
-		if id > cursor && len(h.records) > 0 && (h.expires.IsZero() || now.Before(h.expires)) {
+		if id > cursor && (len(h.records) > 0 || len(h.checkpoints) > 0) && (h.expires.IsZero() || now.Before(h.expires)) {
 			ids = append(ids, id)
 		}
 	}
@@ -40,8 +40,8 @@ func (st *Store) ListSessionsPage(ctx context.Context, cursor string, limit int)
 	return ids, ids[limit-1], nil
 }
 
-// ListSessionsPage lists a page of the sessions holding items, sorted
-// (adapters.PageLister).
+// ListSessionsPage lists a page of the sessions holding items or
+// checkpoints, sorted (adapters.PageLister).
 func (s *urlStore) ListSessionsPage(ctx context.Context, cursor string, limit int) ([]string, string, error) {
 	return s.st.ListSessionsPage(ctx, cursor, limit)
 }

@@ -435,7 +435,8 @@ func (st *Store) RemoveSession(ctx context.Context, id string) error {
 	return nil
 }
 
-// ListSessions returns the ids of the sessions holding items, sorted.
+// ListSessions returns the ids of the sessions holding items or
+// checkpoints, sorted.
 func (st *Store) ListSessions(ctx context.Context) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -447,7 +448,7 @@ func (st *Store) ListSessions(ctx context.Context) ([]string, error) {
 	now := st.opts.Now()
 	ids := make([]string, 0, len(st.data))
 	for id, h := range st.data {
-		if len(h.records) > 0 && (h.expires.IsZero() || now.Before(h.expires)) {
+		if (len(h.records) > 0 || len(h.checkpoints) > 0) && (h.expires.IsZero() || now.Before(h.expires)) {
 			ids = append(ids, id)
 		}
 	}

@@ -47,7 +47,7 @@ type urlStore struct {
 	st *Store
 }
 
-// ListSessions lists the sessions holding items, sorted.
+// ListSessions lists the sessions holding items or checkpoints, sorted.
 func (s *urlStore) ListSessions(ctx context.Context) ([]string, error) {
 	return s.st.ListSessions(ctx)
 }

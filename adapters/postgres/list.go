@@ -13,10 +13,11 @@ import (
 
 var _ adapters.PageLister = (*urlStore)(nil)
 
-// ListSessionsPage lists at most limit of the sessions holding rows, in
-// the order of their stored ids, after cursor (adapters.PageLister): the
-// cursor is the stored id of the last session listed. Each page is one
-// statement on the sessions table's primary key.
+// ListSessionsPage lists at most limit of the sessions holding rows or
+// checkpoints, in the order of their stored ids, after cursor
+// (adapters.PageLister): the cursor is the stored id of the last session
+// listed. Each page is one statement on the primary keys of the sessions
+// and checkpoints tables.
 func (st *Store) ListSessionsPage(ctx context.Context, cursor string, limit int) ([]string, string, error) {
 	if err := st.check(ctx); err != nil {
 		return nil, "", err
@@ -24,7 +25,13 @@ func (st *Store) ListSessionsPage(ctx context.Context, cursor string, limit int)
 	if limit <= 0 {
 		return nil, "", fmt.Errorf("postgres: list sessions: limit %d is not positive", limit)
 	}
-	rows, err := st.pool.Query(ctx, st.q.listPage, cursor, limit)
+	q := st.q.listPage
+	if ok, err := st.checkpointsReady(ctx, false); err != nil {
+		return nil, "", st.wrap(ctx, "list sessions", err)
+	} else if ok {
+		q = st.q.listPageCk
+	}
+	rows, err := st.pool.Query(ctx, q, cursor, limit)
 	if err != nil {
 		return nil, "", st.wrap(ctx, "list sessions", err)
 	}
@@ -46,8 +53,8 @@ func (st *Store) ListSessionsPage(ctx context.Context, cursor string, limit int)
 	return ids, last, nil
 }
 
-// ListSessionsPage lists a page of the sessions holding rows
-// (adapters.PageLister).
+// ListSessionsPage lists a page of the sessions holding rows or
+// checkpoints (adapters.PageLister).
 func (s *urlStore) ListSessionsPage(ctx context.Context, cursor string, limit int) ([]string, string, error) {
 	return s.st.ListSessionsPage(ctx, cursor, limit)
 }

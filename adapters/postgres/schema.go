@@ -48,6 +48,10 @@ type queries struct {
 
 	ck  checkpointQueries
 	ops opsQueries
+
+	// listCk and listPageCk are list and listPage with the sessions that
+	// hold checkpoints and no items, once the checkpoints table exists.
+	listCk, listPageCk string
 }
 
 // objectCheck is true for a message_data that PostgreSQL's json parser,
@@ -179,6 +183,11 @@ func newQueries(o Options) *queries {
 	q.since = `SELECT id, message_data, to_char(created_at, '` + cursorTimeFormat + `') FROM ` + m + oneSession +
 		` AND (session_id, created_at, id) >= ($1, $2::timestamp, $3::bigint) ORDER BY session_id, created_at, id LIMIT $4`
 	q.ck = newCheckpointQueries(prefix+quote(o.CheckpointsTable), regPrefix+quote(o.CheckpointsTable))
+	q.listCk = `SELECT session_id FROM (SELECT session_id FROM ` + s + ` AS s WHERE EXISTS (SELECT 1 FROM ` + m + ` AS m WHERE m.session_id = s.session_id) UNION SELECT session_id FROM ` + q.ck.table + `) AS u ORDER BY session_id`
+	// Each arm is a page of its own (listPage, and the first $2 distinct
+	// ids of the checkpoints' primary key), so that a page sorts at most
+	// twice its size, whatever the store's.
+	q.listPageCk = `(` + q.listPage + `) UNION (SELECT DISTINCT session_id FROM ` + q.ck.table + ` WHERE session_id > $1 ORDER BY session_id LIMIT $2) ORDER BY session_id LIMIT $2`
 	q.ops = newOpsQueries(q, prefix, regPrefix, o.MessagesTable)
 	return q
 }

@@ -136,13 +136,19 @@ func (st *Store) Session(id string) (*Session, error) {
 	return &Session{st: st, id: id, sid: storedID(id)}, nil
 }
 
-// ListSessions returns the ids of the sessions holding at least one row,
-// sorted by their stored form.
+// ListSessions returns the ids of the sessions holding at least one row
+// or checkpoint, sorted by their stored form.
 func (st *Store) ListSessions(ctx context.Context) ([]string, error) {
 	if err := st.check(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := st.pool.Query(ctx, st.q.list)
+	q := st.q.list
+	if ok, err := st.checkpointsReady(ctx, false); err != nil {
+		return nil, st.wrap(ctx, "list sessions", err)
+	} else if ok {
+		q = st.q.listCk
+	}
+	rows, err := st.pool.Query(ctx, q)
 	if err != nil {
 		return nil, st.wrap(ctx, "list sessions", err)
 	}

@@ -83,7 +83,7 @@ type urlStore struct {
 	st *Store
 }
 
-// ListSessions lists the sessions that hold items.
+// ListSessions lists the sessions that hold items or checkpoints.
 func (s *urlStore) ListSessions(ctx context.Context) ([]string, error) {
 	return s.st.ListSessions(ctx)
 }

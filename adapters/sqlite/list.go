@@ -26,8 +26,8 @@ var (
 const maxPageIDs = 500
 
 // ListSessionsPage lists, sorted, at most limit of the sessions holding
-// items whose id comes after cursor (adapters.PageLister); the cursor of
-// the next page is the last id listed.
+// items or checkpoints whose id comes after cursor (adapters.PageLister);
+// the cursor of the next page is the last id listed.
 func (st *Store) ListSessionsPage(ctx context.Context, cursor string, limit int) ([]string, string, error) {
 	if err := st.check(ctx); err != nil {
 		return nil, "", err
@@ -35,8 +35,11 @@ func (st *Store) ListSessionsPage(ctx context.Context, cursor string, limit int)
 	if limit <= 0 {
 		return nil, "", fmt.Errorf("sqlite: list sessions: limit %d is not positive", limit)
 	}
-	m := quote(st.q.messages)
-	rows, err := st.db.QueryContext(ctx, `SELECT DISTINCT session_id FROM `+m+` WHERE session_id > ?1 ORDER BY session_id LIMIT ?2`, cursor, limit)
+	q, err := st.listQuery(ctx, ` WHERE session_id > ?1`, ` LIMIT ?2`)
+	if err != nil {
+		return nil, "", st.wrap(ctx, "list sessions", err)
+	}
+	rows, err := st.db.QueryContext(ctx, q, cursor, limit)
 	if err != nil {
 		return nil, "", st.wrap(ctx, "list sessions", err)
 	}
@@ -57,6 +60,26 @@ func (st *Store) ListSessionsPage(ctx context.Context, cursor string, limit int)
 		next = ids[len(ids)-1]
 	}
 	return ids, next, nil
+}
+
+// listQuery returns the statement listing the sessions holding items or
+// checkpoints (a session may hold checkpoints and no items), sorted, each
+// once, with where applied to both tables and tail after the ORDER BY.
+// Without a checkpoints table it lists the sessions holding items.
+func (st *Store) listQuery(ctx context.Context, where, tail string) (string, error) {
+	m := quote(st.q.messages)
+	ok, err := st.checkpointsReady(ctx)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return `SELECT DISTINCT session_id FROM ` + m + where + ` ORDER BY session_id` + tail, nil
+	}
+	// A compound SELECT ordered on its column: SQLite merges the two
+	// index scans (MERGE (UNION)) and stops at the LIMIT, as the listing
+	// of one table does.
+	return `SELECT session_id FROM ` + m + where + ` UNION SELECT session_id FROM ` +
+		quote(st.q.ck.table) + where + ` ORDER BY 1` + tail, nil
 }
 
 // SummarizeSessions summarizes the sessions ids (adapters.Summarizer) with
@@ -273,8 +296,9 @@ func (st *Store) spanned(ctx context.Context, ids []string) (bool, error) {
 	return n < 2*len(ids), nil
 }
 
-// ListSessionsPage lists a page of the sessions holding items, sorted
-// (adapters.PageLister): the cursor is the last id listed.
+// ListSessionsPage lists a page of the sessions holding items or
+// checkpoints, sorted (adapters.PageLister): the cursor is the last id
+// listed.
 func (s *urlStore) ListSessionsPage(ctx context.Context, cursor string, limit int) ([]string, string, error) {
 	return s.st.ListSessionsPage(ctx, cursor, limit)
 }

@@ -107,12 +107,16 @@ type urlStore struct {
 	st *Store
 }
 
-// ListSessions lists the sessions that hold items, sorted.
+// ListSessions lists the sessions that hold items or checkpoints, sorted.
 func (s *urlStore) ListSessions(ctx context.Context) ([]string, error) {
 	if err := s.st.check(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := s.st.db.QueryContext(ctx, `SELECT DISTINCT session_id FROM `+quote(s.st.q.messages)+` ORDER BY session_id`)
+	q, err := s.st.listQuery(ctx, "", "")
+	if err != nil {
+		return nil, s.st.wrap(ctx, "list sessions", err)
+	}
+	rows, err := s.st.db.QueryContext(ctx, q)
 	if err != nil {
 		return nil, s.st.wrap(ctx, "list sessions", err)
 	}

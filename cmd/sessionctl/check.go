@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -66,16 +67,46 @@ func runCheck(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintf(e.stdout, "no store URL given: checking the embedded SQLite default at %s\n\n", dsn)
 		}
 	}
+	// An SQLite file keeps the schema it had: what the check's stores
+	// create (the checkpoints and operation-id tables a Python-written
+	// file lacks) is dropped again once they are closed.
+	var schema *sqliteSchema
+	if len(pos) == 1 {
+		if schema, err = snapshotSQLiteSchema(ctx, dsn); err != nil {
+			return err
+		}
+	}
 	h, err := openHarness(ctx, dsn, *minTTL)
 	if err != nil {
 		return err
 	}
-	defer h.Close()
+	closed := false
+	defer func() {
+		if !closed {
+			h.Close()
+		}
+	}()
 	if !*asJSON {
 		fmt.Fprintf(e.stdout, "probe sessions: %s%s:… (each cleared when its clause ends)\n\n", conformance.ProbePrefix, opts.RunID)
 	}
 
 	rep := conformance.Check(ctx, h, opts)
+	h.Close()
+	closed = true
+	schemaNote, schemaErr := "", error(nil)
+	if schema != nil {
+		dropped, left, err := schema.restore(ctx)
+		switch {
+		case err != nil:
+			schemaErr = fmt.Errorf("the check could not drop what it added to the schema of %s: %w", redactDSN(dsn), err)
+		case len(left) > 0:
+			schemaErr = fmt.Errorf("the schema of %s is not as it was: left %s", redactDSN(dsn), strings.Join(left, "; "))
+		case len(dropped) > 0:
+			schemaNote = "schema: as it was (dropped what the check created: " + strings.Join(dropped, ", ") + ")"
+		default:
+			schemaNote = "schema: as it was (the check created nothing)"
+		}
+	}
 	if *asJSON {
 		js, err := rep.JSON()
 		if err != nil {
@@ -87,8 +118,14 @@ func runCheck(ctx context.Context, e *env, args []string) error {
 	} else if err := rep.WriteText(e.stdout); err != nil {
 		return err
 	}
+	if schemaNote != "" && !*asJSON {
+		fmt.Fprintln(e.stdout, schemaNote)
+	}
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if schemaErr != nil {
+		return schemaErr
 	}
 	if !rep.OK() {
 		return errFailed

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/agentsessions/sessions/history"
 	"github.com/agentsessions/sessions/runstate"
@@ -22,11 +24,33 @@ const (
 	cpHeld       = "held"       // a held write: a batch withheld from the session, awaiting approval
 	cpTerminal   = "terminal"   // terminal_unrecoverable: the run is never resumed
 	cpUnreadable = "unreadable" // the store could not read the document, or runstate.Load refused it
+	cpOpaque     = "opaque"     // not a JSON document (eino's gob bytes, …): kept, not read
 )
 
-// cpStateOrder is the order in which list names the states of a session's
+// What a process that loads a checkpoint must do next with its run
+// (runstate's Checkpoint.Next), as list's CHECKPOINT column names it,
+// with unreadable and opaque.
+const (
+	nextInDoubt  = "in-doubt" // NextResolve: claimed calls whose tools may have run
+	nextApproval = "approval" // NextApproval: calls await a human
+	nextRecover  = "recover"  // NextRecover: a pending batch the next Open lands
+	nextSettle   = "settle"   // NextSettle: every awaited call answered; the turn awaits its settle
+	nextOutput   = "output"   // NextOutput (a stored checkpoint never says it)
+	nextModel    = "model"    // NextModel: settled, the run waits for its model call
+	nextIdle     = "idle"     // NextInput: nothing in progress
+	nextDone     = "done"     // NextDone (a stored checkpoint never says it)
+)
+
+// cpNextOrder is the order in which list names the states of a session's
 // checkpoints: the most urgent first.
-var cpStateOrder = []string{cpUnreadable, cpTerminal, cpHeld, cpPending, cpNone}
+var cpNextOrder = []string{cpUnreadable, cpTerminal, nextInDoubt, nextApproval, nextRecover, nextSettle, nextOutput, nextModel, nextIdle, nextDone, cpOpaque}
+
+// nextWords maps runstate's next kinds to the column's words.
+var nextWords = map[runstate.NextKind]string{
+	runstate.NextResolve: nextInDoubt, runstate.NextApproval: nextApproval, runstate.NextRecover: nextRecover,
+	runstate.NextSettle: nextSettle, runstate.NextOutput: nextOutput, runstate.NextModel: nextModel,
+	runstate.NextInput: nextIdle, runstate.NextTerminal: cpTerminal, runstate.NextDone: nextDone,
+}
 
 // storedCheckpoint is one checkpoint a session keeps, as read (read-only)
 // and loaded with runstate.Load. The document's bytes are not kept: only
@@ -38,11 +62,14 @@ type storedCheckpoint struct {
 	cp      *runstate.Checkpoint // nil when unreadable
 	readErr error                // LoadCheckpoint failed
 	loadErr error                // runstate.Load refused the document
+	opaque  bool                 // the document is not JSON: another loop's (eino's gob bytes)
 }
 
-// state returns the checkpoint's state (cpNone … cpUnreadable).
+// state returns the checkpoint's state (cpNone … cpUnreadable, cpOpaque).
 func (c storedCheckpoint) state() string {
 	switch {
+	case c.opaque:
+		return cpOpaque
 	case c.cp == nil:
 		return cpUnreadable
 	case c.cp.Terminal:
@@ -53,6 +80,132 @@ func (c storedCheckpoint) state() string {
 		return cpHeld
 	}
 	return cpPending
+}
+
+// next returns what a process that loads the checkpoint must do next with
+// its run (every claim on it is in doubt), and the column's word for it:
+// unreadable and opaque documents have no next step.
+func (c storedCheckpoint) next() (runstate.Next, string) {
+	switch {
+	case c.opaque:
+		return runstate.Next{}, cpOpaque
+	case c.cp == nil:
+		return runstate.Next{}, cpUnreadable
+	}
+	n := c.cp.Next()
+	w, ok := nextWords[n.Kind]
+	if !ok {
+		w = sanitize(string(n.Kind))
+	}
+	return n, w
+}
+
+// claimsOf returns the claims of c (in doubt, for every process but the
+// one that made them) by call id.
+func (c storedCheckpoint) claimsOf() map[string]runstate.Claim {
+	out := map[string]runstate.Claim{}
+	if c.cp == nil {
+		return out
+	}
+	for _, cl := range c.cp.Claims() {
+		out[cl.CallID] = cl
+	}
+	return out
+}
+
+// nextText says in words what comes next for c: "awaiting approval of
+// c1", "in doubt: c1 (claimed 2026-12-06T10:00:00Z by host:42)", …
+func (c storedCheckpoint) nextText() string {
+	n, w := c.next()
+	switch w {
+	case cpOpaque:
+		return fmt.Sprintf("opaque: %d bytes not in runstate's format (another loop's, e.g. eino's), left as they are", c.size)
+	case cpUnreadable:
+		return "unreadable"
+	case nextInDoubt:
+		return "in doubt: " + claimList(n.CallIDs, c.claimsOf()) + "; their tools may have run: resolve each (Output with what the tool's system reports, Reclaim, or Abandon)"
+	case nextApproval:
+		return "awaiting approval of " + callList(n.CallIDs)
+	case nextRecover:
+		return "a pending batch the next Open lands"
+	case nextSettle:
+		return "every awaited call answered; the turn awaits its settle"
+	case nextOutput:
+		return "running " + callList(n.CallIDs)
+	case nextModel:
+		if n.ResponseID == "" {
+			return "settled, waiting for its model call"
+		}
+		return "settled, waiting for its model call (after response " + sanitize(n.ResponseID) + ")"
+	case nextIdle:
+		return "idle: nothing in progress"
+	case cpTerminal:
+		return "terminal: the run is never resumed"
+	}
+	return w
+}
+
+// briefText is nextText without advice: list's NOTES.
+func (c storedCheckpoint) briefText() string {
+	if n, w := c.next(); w == nextInDoubt {
+		return "in doubt: " + claimList(n.CallIDs, c.claimsOf())
+	}
+	return c.nextText()
+}
+
+// claimList writes call ids with their claims for a terminal: "c1
+// (claimed 2026-12-06T10:00:00Z by host:42), c2".
+func claimList(ids []string, claims map[string]runstate.Claim) string {
+	if len(ids) == 0 {
+		return "none"
+	}
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = sanitize(id)
+		if cl, ok := claims[id]; ok {
+			out[i] += " (claimed " + claimTime(cl) + " by " + sanitize(cl.By) + ")"
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// claimTime writes when a claim was made, RFC 3339 in UTC ("unknown"
+// when the document does not say).
+func claimTime(cl runstate.Claim) string {
+	if cl.At.IsZero() {
+		return "at an unknown time"
+	}
+	return cl.At.UTC().Format(time.RFC3339)
+}
+
+// claimJSON is a claim in the -json outputs.
+type claimJSON struct {
+	CallID    string `json:"call_id"`
+	ClaimedAt string `json:"claimed_at,omitempty"` // RFC 3339, UTC
+	By        string `json:"by"`
+}
+
+// nextJSON is what comes next for a checkpoint in the -json outputs.
+type nextJSON struct {
+	Next       string      `json:"next"`                  // the CHECKPOINT column's word
+	CallIDs    []string    `json:"call_ids,omitempty"`    // awaiting approval, or in doubt
+	Claims     []claimJSON `json:"claims,omitempty"`      // every claim (in doubt unless its process still runs)
+	ResponseID string      `json:"response_id,omitempty"` // the previous response, for model
+}
+
+func toNextJSON(c storedCheckpoint) nextJSON {
+	n, w := c.next()
+	j := nextJSON{Next: w, CallIDs: n.CallIDs, ResponseID: n.ResponseID}
+	if c.cp != nil {
+		for _, cl := range c.cp.Claims() {
+			cj := claimJSON{CallID: cl.CallID, By: cl.By}
+			if !cl.At.IsZero() {
+				cj.ClaimedAt = cl.At.UTC().Format(time.RFC3339)
+			}
+			j.Claims = append(j.Claims, cj)
+		}
+	}
+	return j
 }
 
 // errText says why an unreadable checkpoint is unreadable: the store's
@@ -105,23 +258,30 @@ func loadCheckpoint(name string, version int64, doc []byte, readErr error) store
 			// what Load makes of an envelope.
 			c.loadErr = errors.New("an encrypted document, not read: " + keysHint)
 		}
+		if c.loadErr != nil && !json.Valid(doc) {
+			// Not JSON at all: a document of another loop (eino keeps
+			// gob bytes under "eino"), not a damaged run state.
+			c.cp, c.loadErr, c.opaque = nil, nil, true
+		}
 	}
 	return c
 }
 
 // summarizeCheckpoints returns list's CHECKPOINT value for a session: "-"
-// without a checkpoint, else the states of its checkpoints, most urgent
-// first, comma-separated ("held", "unreadable,pending").
+// without a checkpoint, else what comes next for each of its checkpoints
+// (or unreadable, opaque), most urgent first, comma-separated
+// ("approval", "unreadable,model").
 func summarizeCheckpoints(cps []storedCheckpoint) string {
 	if len(cps) == 0 {
 		return cpAbsent
 	}
 	seen := map[string]bool{}
 	for _, c := range cps {
-		seen[c.state()] = true
+		_, w := c.next()
+		seen[w] = true
 	}
 	var out []string
-	for _, st := range cpStateOrder {
+	for _, st := range cpNextOrder {
 		if seen[st] {
 			out = append(out, st)
 		}
@@ -189,12 +349,13 @@ type checkpointJSON struct {
 	PersistedCount int         `json:"persisted_count"`
 	Terminal       bool        `json:"terminal"`
 	Record         *recordJSON `json:"record"`
-	Error          string      `json:"error,omitempty"`
+	nextJSON
+	Error string `json:"error,omitempty"`
 }
 
 func toCheckpointJSON(c storedCheckpoint) checkpointJSON {
 	j := checkpointJSON{Name: c.name, Version: c.version, State: c.state(), Bytes: c.size,
-		PendingCallIDs: []string{}, Error: c.errText()}
+		PendingCallIDs: []string{}, nextJSON: toNextJSON(c), Error: c.errText()}
 	if c.cp == nil {
 		return j
 	}
@@ -222,8 +383,13 @@ func printCheckpoints(w io.Writer, id string, cps []storedCheckpoint, width int)
 	if len(cps) == 0 {
 		return // -json says "checkpoints": [] and the capabilities "checkpoints"
 	}
-	unreadable := 0
+	unreadable, opaque := 0, 0
 	for _, c := range cps {
+		if c.opaque {
+			opaque++
+			fmt.Fprintf(w, "checkpoint %s version %d: opaque, %d bytes: not a run-state document (another loop's, e.g. eino's gob bytes); left as they are\n", quoteID(c.name), c.version, c.size)
+			continue
+		}
 		if c.cp == nil {
 			unreadable++
 			fmt.Fprintf(w, "checkpoint %s version %d: unreadable (%d bytes, left in the store): %s\n", quoteID(c.name), c.version, c.size, oneLine(c.errText()))
@@ -238,6 +404,7 @@ func printCheckpoints(w io.Writer, id string, cps []storedCheckpoint, width int)
 		pw := cp.Pending
 		if pw == nil {
 			fmt.Fprintf(w, "  no pending write (persisted count %d)\n", cp.PersistedCount)
+			printNext(w, c)
 			continue
 		}
 		kind := recordKind(pw.Held)
@@ -256,8 +423,22 @@ func printCheckpoints(w io.Writer, id string, cps []storedCheckpoint, width int)
 		for i, it := range pw.Items {
 			fmt.Fprintf(w, "  %5d  %-24s %s\n", i, label(it), sanitize(truncate(it.String(), width)))
 		}
+		printNext(w, c)
 	}
-	fmt.Fprintf(w, "%s, %d unreadable\n", plural(len(cps), "checkpoint", "checkpoints"), unreadable)
+	fmt.Fprintf(w, "%s, %d unreadable", plural(len(cps), "checkpoint", "checkpoints"), unreadable)
+	if opaque > 0 {
+		fmt.Fprintf(w, ", %d opaque", opaque)
+	}
+	fmt.Fprintln(w)
+}
+
+// printNext writes what comes next for a readable checkpoint that is not
+// terminal: inspect's line "  next: …", with the claims of calls in doubt.
+func printNext(w io.Writer, c storedCheckpoint) {
+	if c.cp == nil || c.cp.Terminal {
+		return
+	}
+	fmt.Fprintf(w, "  next: %s\n", c.nextText())
 }
 
 // Doctor's checkpoint finding kinds.
@@ -272,6 +453,9 @@ const (
 	findingHeld         = "held-write"                // note
 	findingTerminal     = "terminal"                  // note
 	findingOtherSession = "pending-write-other-session"
+	findingInDoubt      = "claims-in-doubt"   // warning: an operator must resolve each claimed call
+	findingOpaque       = "opaque-checkpoint" // note: not a run-state document (eino's), not diagnosed
+	findingRunState     = "run-"              // note: run-<next> (run-model, run-idle, …), for a checkpoint without a pending write
 )
 
 // Severities of doctor's checkpoint findings; an error counts as doctor's
@@ -303,6 +487,9 @@ func finding(c storedCheckpoint, kind, severity, format string, args ...any) che
 // session's tail (and writing nothing). It returns no finding for a
 // checkpoint without a pending write.
 func diagnoseCheckpoint(ctx context.Context, s session.Session, c storedCheckpoint) (checkpointFinding, bool, error) {
+	if c.opaque {
+		return finding(c, findingOpaque, sevNote, "%s; not diagnosed", c.nextText()), true, nil
+	}
 	if c.cp == nil {
 		return finding(c, findingUnreadable, sevError, "unreadable (%d bytes, left in the store): %s", c.size, c.errText()), true, nil
 	}
@@ -321,6 +508,9 @@ func diagnoseCheckpoint(ctx context.Context, s session.Session, c storedCheckpoi
 		return finding(c, findingOtherSession, sevWarning, "pending write of %s belongs to session %s; a resume with this session refuses it (not checked against this session's tail)", n, quoteID(w.SessionID)), true, nil
 	}
 	if w.Held {
+		if next, _ := c.next(); next.Kind == runstate.NextResolve {
+			return finding(c, findingHeld, sevNote, "held write of %s, whose claimed calls are in doubt", n), true, nil
+		}
 		return finding(c, findingHeld, sevNote, "held write of %s, awaiting approval of %s", n, callList(cp.Step.PendingCallIDs)), true, nil
 	}
 	if w.Before == nil {
@@ -377,9 +567,28 @@ func diagnoseCheckpoints(ctx context.Context, s session.Session) ([]checkpointFi
 		if err != nil {
 			return nil, err
 		}
-		if ok {
+		_, next := c.next()
+		if next == nextInDoubt {
+			// Not corruption: a tool may have run, and only an operator
+			// (or the tool's own system) can say whether it did.
+			out = append(out, finding(c, findingInDoubt, sevWarning, "%s; needs an operator", c.nextText()))
+		}
+		switch {
+		case ok:
 			out = append(out, f)
+		case c.cp != nil && next != nextInDoubt:
+			out = append(out, finding(c, findingRunState+next, sevNote, "%s", c.nextText()))
 		}
 	}
 	return out, nil
+}
+
+// needsOperator reports whether findings name calls in doubt.
+func needsOperator(fs []checkpointFinding) bool {
+	for _, f := range fs {
+		if f.Kind == findingInDoubt {
+			return true
+		}
+	}
+	return false
 }

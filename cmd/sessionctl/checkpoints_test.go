@@ -223,10 +223,10 @@ func TestCheckpointsListInspectDoctor(t *testing.T) {
 	code, out, stderr := sessionctl(t, "list", dsn)
 	require.Equal(t, 0, code, stderr)
 	require.Equal(t, map[string]string{
-		"plain": "-", "held": "held", "landed": "pending", "notlanded": "pending", "notstarted": "pending",
-		"ambiguous": "pending", "broken": "unreadable,none", "over": "terminal",
+		"plain": "-", "held": "approval", "landed": "recover", "notlanded": "recover", "notstarted": "recover",
+		"ambiguous": "recover", "broken": "unreadable,model", "over": "terminal",
 	}, listColumns(t, out), out)
-	require.Regexp(t, `(?m)^"broken" .* unreadable,none\s+1 unreadable checkpoint \(run inspect\)$`, out)
+	require.Regexp(t, `(?m)^"broken" .* unreadable,model\s+1 unreadable checkpoint \(run inspect\); "idle" settled, waiting for its model call$`, out)
 
 	code, out, stderr = sessionctl(t, "list", "-json", dsn)
 	require.Equal(t, 0, code, stderr)
@@ -239,13 +239,18 @@ func TestCheckpointsListInspectDoctor(t *testing.T) {
 	require.Len(t, got, 8)
 	require.Equal(t, "-", got["plain"].Checkpoint)
 	require.Empty(t, got["plain"].Checkpoints)
-	require.Equal(t, []listCheckpoint{{Name: "run", Version: 1, State: "held"}}, got["held"].Checkpoints)
-	require.Equal(t, "unreadable,none", got["broken"].Checkpoint)
+	require.Len(t, got["held"].Checkpoints, 1)
+	held := got["held"].Checkpoints[0]
+	held.Bytes = 0
+	require.Equal(t, listCheckpoint{Name: "run", Version: 1, State: "held", nextJSON: nextJSON{Next: "approval", CallIDs: []string{"c1"}}}, held)
+	require.Equal(t, "unreadable,model", got["broken"].Checkpoint)
 	require.Len(t, got["broken"].Checkpoints, 2)
 	require.Equal(t, "bad", got["broken"].Checkpoints[0].Name)
 	require.Equal(t, "unreadable", got["broken"].Checkpoints[0].State)
 	require.Equal(t, brokenErr(t), got["broken"].Checkpoints[0].Error, "Load's error")
-	require.Equal(t, listCheckpoint{Name: "idle", Version: 1, State: "none"}, got["broken"].Checkpoints[1])
+	idle := got["broken"].Checkpoints[1]
+	idle.Bytes = 0
+	require.Equal(t, listCheckpoint{Name: "idle", Version: 1, State: "none", nextJSON: nextJSON{Next: "model"}}, idle)
 
 	// inspect: after the history, each checkpoint and its record.
 	code, out, stderr = sessionctl(t, "inspect", dsn, "held")
@@ -256,6 +261,7 @@ func TestCheckpointsListInspectDoctor(t *testing.T) {
 	require.Contains(t, out[hist:], "checkpoint \"run\" version 1: schema 1.18, step next_step_interruption, awaiting approval: c1\n"+
 		"  held record: 1 item, persisted count 1, before digests not set (a held write has none)\n"+
 		"      0  function_call c1         "+cpCallParked+"\n"+
+		"  next: awaiting approval of c1\n"+
 		"1 checkpoint, 0 unreadable\n", "the checkpoint section comes after the history")
 	require.Equal(t, "", lines[len(lines)-1])
 
@@ -340,7 +346,7 @@ func TestCheckpointsListInspectDoctor(t *testing.T) {
 		require.Contains(t, out, w)
 	}
 	require.NotContains(t, out, `session "plain"`, "a session without checkpoint or problem has no finding")
-	require.NotContains(t, out, `checkpoint "idle"`, "a checkpoint without a record has no finding")
+	require.Contains(t, out, `note: session "broken" checkpoint "idle" (version 1): settled, waiting for its model call`+"\n", "a checkpoint without a record says what comes next")
 	require.NotContains(t, out, "\u009b")
 	require.NotContains(t, out, "\u202e")
 	require.Contains(t, out, "8 sessions checked, 2 with errors\n")
@@ -367,6 +373,7 @@ func TestCheckpointsListInspectDoctor(t *testing.T) {
 	require.Equal(t, map[string]string{
 		"ambiguous/run":  "pending-write-ambiguous error true",
 		"broken/bad":     "unreadable-checkpoint error true",
+		"broken/idle":    "run-model note false",
 		"held/run":       "held-write note false",
 		"landed/run":     "pending-write-landed note false",
 		"notlanded/run":  "pending-write-not-landed note false",

@@ -56,9 +56,13 @@ type doctorReport struct {
 	SessionsUnreadable int    `json:"sessions_unreadable"`
 	// SessionsNotDiagnosed are sessions holding encrypted items read
 	// without a key (EncryptedItems in all); exit status 1.
-	SessionsNotDiagnosed int             `json:"sessions_not_diagnosed"`
-	EncryptedItems       int             `json:"encrypted_items"`
-	Sessions             []doctorSession `json:"sessions"` // only those with findings
+	SessionsNotDiagnosed int `json:"sessions_not_diagnosed"`
+	EncryptedItems       int `json:"encrypted_items"`
+	// SessionsNeedingOperator are sessions with claimed calls in doubt
+	// (findings claims-in-doubt): not errors, but only an operator can
+	// resolve them.
+	SessionsNeedingOperator int             `json:"sessions_needing_operator"`
+	Sessions                []doctorSession `json:"sessions"` // only those with findings
 }
 
 // runDoctor diagnoses every session (or those named) and reports them all:
@@ -171,6 +175,9 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 				return err
 			}
 			ds.Checkpoints = fs
+			if needsOperator(fs) {
+				rep.SessionsNeedingOperator++
+			}
 			for _, f := range fs {
 				if f.Severe {
 					severe++
@@ -208,6 +215,9 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 		}
 		if rep.SessionsUnreadable > 0 {
 			fmt.Fprintf(e.stdout, " (%d could not be read)", rep.SessionsUnreadable)
+		}
+		if rep.SessionsNeedingOperator > 0 {
+			fmt.Fprintf(e.stdout, ", %d needing an operator (claimed calls in doubt)", rep.SessionsNeedingOperator)
 		}
 		fmt.Fprintln(e.stdout)
 	}

@@ -50,7 +50,11 @@ type listCheckpoint struct {
 	Name    string `json:"name"`
 	Version int64  `json:"version"`
 	State   string `json:"state"`
-	Error   string `json:"error,omitempty"` // why it is unreadable
+	Bytes   int    `json:"bytes"`
+	nextJSON
+	Error string `json:"error,omitempty"` // why it is unreadable
+	// text is what comes next, in words, for NOTES.
+	text string
 }
 
 // listReport is list's -json output: one document, written as the
@@ -252,7 +256,8 @@ func summaryRow(s adapters.SessionSummary, envelopes int) listSession {
 func setCheckpoints(ls *listSession, cps []storedCheckpoint) {
 	ls.Checkpoint = summarizeCheckpoints(cps)
 	for _, c := range cps {
-		ls.Checkpoints = append(ls.Checkpoints, listCheckpoint{Name: c.name, Version: c.version, State: c.state(), Error: c.errText()})
+		ls.Checkpoints = append(ls.Checkpoints, listCheckpoint{Name: c.name, Version: c.version, State: c.state(), Bytes: c.size,
+			nextJSON: toNextJSON(c), Error: c.errText(), text: c.briefText()})
 	}
 }
 
@@ -409,6 +414,14 @@ func tableRow(ls listSession) string {
 	}
 	if n := unreadableCheckpoints(ls.Checkpoints); n > 0 {
 		notes = append(notes, plural(n, "unreadable checkpoint", "unreadable checkpoints")+" (run inspect)")
+	}
+	for _, c := range ls.Checkpoints {
+		switch c.Next {
+		case nextInDoubt, nextApproval, nextModel:
+			notes = append(notes, quoteID(c.Name)+" "+c.text)
+		case cpOpaque:
+			notes = append(notes, fmt.Sprintf("%s opaque (%d bytes, version %d)", quoteID(c.Name), c.Bytes, c.Version))
+		}
 	}
 	if ls.CheckpointError != "" {
 		notes = append(notes, "cannot list checkpoints: "+oneLine(ls.CheckpointError))

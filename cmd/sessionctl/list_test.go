@@ -163,7 +163,7 @@ func TestListSummaryAgreesWithReads(t *testing.T) {
 	require.Equal(t, 1, rows["plain"].CorruptRecords)
 	require.Equal(t, 1, rows["enc"].Encrypted)
 	require.Equal(t, 2, rows["enc"].Items)
-	require.Equal(t, "unreadable,none", rows["broken"].Checkpoint)
+	require.Equal(t, "unreadable,model", rows["broken"].Checkpoint)
 	require.NotEmpty(t, rows["plain"].UpdatedAt)
 	require.Contains(t, tableRow(rows["broken"]), "1 unreadable record (run doctor); 1 unreadable checkpoint (run inspect)")
 

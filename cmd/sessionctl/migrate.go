@@ -11,7 +11,7 @@ import (
 )
 
 func init() {
-	commands["migrate"] = command{"copy sessions between stores or layouts, atomically per session, resumable", runMigrate}
+	commands["migrate"] = command{"copy sessions and their checkpoints between stores or layouts, atomically per session, resumable", runMigrate}
 }
 
 // runMigrate copies sessions from one store to another. Each session lands
@@ -77,7 +77,7 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 		}
 		e.setStatus("%d of %d sessions done (%d copied, %d already present, %d failed); each session is copied whole or not at all: run migrate again to resume",
 			i, len(list), rep.Copied, rep.AlreadyPresent, len(rep.Failures))
-		res, err := migrateOne(ctx, migration{src: src, dst: dst, dstCorrupt: dstCorrupt, keys: keys, overwrite: *overwrite, offline: *offline}, id)
+		res, cpres, err := migrateOne(ctx, migration{src: src, dst: dst, dstCorrupt: dstCorrupt, keys: keys, overwrite: *overwrite, offline: *offline}, id)
 		bad := corrupt.Reports(id)
 		switch {
 		case err != nil && ctx.Err() != nil:
@@ -94,8 +94,11 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 			rep.Failures = append(rep.Failures, migrateFailure{id, msg})
 		case res == "skipped":
 			rep.AlreadyPresent++
+			rep.CheckpointsPresent += cpres.present
 		default:
 			rep.Copied++
+			rep.CheckpointsCopied += cpres.copied
+			rep.CheckpointsPresent += cpres.present
 		}
 		if len(bad) > 0 {
 			rep.Unreadable = append(rep.Unreadable, toCorruptJSONs(bad)...)
@@ -111,8 +114,9 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	} else {
-		fmt.Fprintf(e.stdout, "%s: %d copied, %d already present, %d failed\n",
-			plural(len(list), "session", "sessions"), rep.Copied, rep.AlreadyPresent, len(rep.Failures))
+		fmt.Fprintf(e.stdout, "%s: %d copied, %d already present, %d failed; %s: %d copied, %d already present\n",
+			plural(len(list), "session", "sessions"), rep.Copied, rep.AlreadyPresent, len(rep.Failures),
+			plural(rep.CheckpointsCopied+rep.CheckpointsPresent, "checkpoint", "checkpoints"), rep.CheckpointsCopied, rep.CheckpointsPresent)
 	}
 	if len(rep.Failures) > 0 {
 		return errFailed
@@ -129,6 +133,12 @@ type migrateReport struct {
 	AlreadyPresent int              `json:"already_present"`
 	Failures       []migrateFailure `json:"failures"`
 	Unreadable     []corruptJSON    `json:"unreadable_records"` // left in the source, not copied
+	// CheckpointsCopied and CheckpointsPresent count the checkpoints of
+	// the sessions copied or already present: saved at the destination by
+	// this run, or found there byte for byte. A failed session's are not
+	// counted.
+	CheckpointsCopied  int `json:"checkpoints_copied"`
+	CheckpointsPresent int `json:"checkpoints_already_present"`
 }
 
 // migrateFailure is a session migrate could not copy.
@@ -161,33 +171,43 @@ var errSourceChanged = errors.New("the source changed during the copy")
 // (session.ReplaceIf) against the version of what was read there, so that
 // a writer of the destination loses nothing; a destination without the
 // capability is written unconditionally only with -offline.
-func migrateOne(ctx context.Context, m migration, id string) (string, error) {
+//
+// The session's checkpoints go with it (planCheckpoints), their documents
+// byte for byte: a destination that cannot keep them, or that holds a
+// different checkpoint under one of their names, is refused before
+// anything is written.
+func migrateOne(ctx context.Context, m migration, id string) (string, cpResult, error) {
+	var cpres cpResult
 	s, err := m.keys.session(m.src, id)
 	if err != nil {
-		return "", err
+		return "", cpres, err
 	}
 	d, err := m.keys.session(m.dst, id)
 	if err != nil {
-		return "", err
+		return "", cpres, err
+	}
+	cpc, err := planCheckpoints(ctx, m, id)
+	if err != nil {
+		return "", cpres, err
 	}
 	srcVersioned := session.Probe(s).Has(session.CapVersionedReplace)
 	dstVersioned := session.Probe(d).Has(session.CapVersionedReplace)
 	if !dstVersioned && !m.offline {
-		return "", errors.New("the destination cannot replace a history only if it is unchanged (no versioned-replace capability), so an append made there during the copy would be lost; stop every writer of the destination and add -offline; nothing written")
+		return "", cpres, errors.New("the destination cannot replace a history only if it is unchanged (no versioned-replace capability), so an append made there during the copy would be lost; stop every writer of the destination and add -offline; nothing written")
 	}
 	var before string
 	if srcVersioned {
 		if before, err = session.Version(ctx, s); err != nil {
-			return "", fmt.Errorf("read the source's version: %w", err)
+			return "", cpres, fmt.Errorf("read the source's version: %w", err)
 		}
 	}
 	items, err := session.All(ctx, s)
 	if err != nil {
-		return "", fmt.Errorf("read: %w", err)
+		return "", cpres, fmt.Errorf("read: %w", err)
 	}
 	dr, err := readConsistent(ctx, d, m.dstCorrupt, id, dstVersioned)
 	if err != nil {
-		return "", fmt.Errorf("read destination: %w", err)
+		return "", cpres, fmt.Errorf("read destination: %w", err)
 	}
 	have := dr.items
 	res := "copied"
@@ -197,25 +217,37 @@ func migrateOne(ctx context.Context, m migration, id string) (string, error) {
 	case len(have) > 0 && !m.overwrite && !(len(dr.bad) == 0 && isPrefix(have, items)):
 		// A destination holding a prefix of the source is an earlier copy
 		// the source has grown past: completing it overwrites nothing.
-		return "", fmt.Errorf("the destination holds %s that differ from the source; use --overwrite to replace them", plural(len(have), "item", "items"))
+		return "", cpres, fmt.Errorf("the destination holds %s that differ from the source; use --overwrite to replace them", plural(len(have), "item", "items"))
 	case dstVersioned:
 		if err := session.ReplaceIf(ctx, d, dr.version, items); errors.Is(err, session.ErrHistoryChanged) {
-			return "", errors.New("the destination session changed while it was being written (something writes to it): nothing written; run migrate again")
+			return "", cpres, errors.New("the destination session changed while it was being written (something writes to it): nothing written; run migrate again")
 		} else if err != nil {
-			return "", fmt.Errorf("write: %w", err)
+			return "", cpres, fmt.Errorf("write: %w", err)
 		}
 	default:
 		if err := session.Replace(ctx, d, items); err != nil {
-			return "", fmt.Errorf("write: %w", err)
+			return "", cpres, fmt.Errorf("write: %w", err)
 		}
+	}
+	if cpres, err = cpc.save(ctx); err != nil {
+		return "", cpres, err
+	}
+	if res == "skipped" && cpres.copied > 0 {
+		res = "copied"
 	}
 	if migrateHookAfterWrite != nil {
 		migrateHookAfterWrite(id)
 	}
-	if err := sourceUnchanged(ctx, s, srcVersioned, before, items); err != nil {
-		return "", err
+	// Both checks run: a checkpoint that moved has its copies deleted
+	// again even when the history moved too.
+	errItems := sourceUnchanged(ctx, s, srcVersioned, before, items)
+	if err := cpc.sourceUnchanged(ctx); err != nil && errItems == nil {
+		errItems = err
 	}
-	return res, copyTimes(ctx, m.src, m.dst, id)
+	if errItems != nil {
+		return "", cpres, errItems
+	}
+	return res, cpres, copyTimes(ctx, m.src, m.dst, id)
 }
 
 // sourceUnchanged reports errSourceChanged when the source session is not
