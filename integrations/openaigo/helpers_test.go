@@ -18,6 +18,7 @@ import (
 	"github.com/agentsessions/sessions/internal/testkit/storetest"
 	"github.com/agentsessions/sessions/internal/testkit/testservers"
 	"github.com/agentsessions/sessions/otelsession"
+	"github.com/agentsessions/sessions/runstate"
 	"github.com/agentsessions/sessions/session"
 )
 
@@ -180,4 +181,23 @@ func memSession(t testing.TB, id string) session.Session {
 	s, err := memory.New(memory.Options{}).Session(id)
 	require.NoError(t, err)
 	return s
+}
+
+// runsLeft returns the names of the checkpoints of s that hold a run in
+// progress: every one but an idle one (what Finish leaves).
+func runsLeft(t testing.TB, s session.Session) []string {
+	t.Helper()
+	cs := s.(session.CheckpointStore)
+	names, err := cs.ListCheckpoints(context.Background())
+	if err != nil {
+		t.Fatalf("list checkpoints: %v", err)
+	}
+	var left []string
+	for _, n := range names {
+		doc, _, err := cs.LoadCheckpoint(context.Background(), n)
+		if err != nil || !runstate.Idle(doc) {
+			left = append(left, n)
+		}
+	}
+	return left
 }
