@@ -269,6 +269,48 @@
 // *ReplicaError) leaves the outcome unknown; calling again with the same
 // id is safe and says which.
 //
+// # Lost replies
+//
+// Every write of a Session is sent at most once (go-redis never resends
+// it: see once in scripts.go), and its error says whether it may have
+// happened: an error
+// wrapping session.ErrOutcomeUnknown means the command may have run (the
+// connection closed or timed out while the reply was awaited, a write
+// error, a reply the client could not read, a *ReplicaError); any other
+// error means it did not: nothing was sent (the client was closed, no
+// connection could be had from the pool or dialled) or the server
+// answered with an error (WRONGTYPE, OOM, NOSCRIPT, READONLY, a script's
+// own error: each script fails, if at all, before its first write). When
+// in doubt it is ErrOutcomeUnknown. This holds for AddItems,
+// AddItemsOnce (calling again with the same id says which), PopItem,
+// Clear, ReplaceItems, ReplaceItemsIf, SaveCheckpoint,
+// AppendWithCheckpoint, DeleteCheckpoint, Touch, RemoveSession,
+// RecoverPop and MovePrefix.
+//
+// A pop whose reply is lost removed an item that nobody received, unless
+// it can be asked for. So every pop carries a token the client makes
+// (NewPopToken: its clock and 64 random bits), and the pop script, in the
+// same atomic step as the pop, stores the item under the session's pop
+// record key of that token for PopRecordTTL (ten minutes):
+//
+//	<prefix>:{<escaped id>}:pop:<token>                   native layout, in the session's slot
+//	<prefix>:<id>:pop:<token>:messages:counter            Python layout
+//
+// holding "i" and the item's bytes, or "x" for a token RecoverPop settled
+// as having popped nothing. A pop whose token has a record pops nothing:
+// a token removes one item at most, however often its script is sent or
+// arrives. PopItem returns the token in a *PopUnknownError (which wraps
+// session.ErrOutcomeUnknown); RecoverPop(ctx, token) returns the item the
+// pop removed or, when there is no record, writes the "x" record first
+// (so that the pop, should its request still be on its way to the server,
+// pops nothing) and reports that nothing was removed;
+// PopItemWithToken(ctx, token) is a retry that returns the recorded item
+// instead of popping another. The records cost the popped item's bytes
+// for PopRecordTTL, are never read by the Python SDK, and are not the
+// session's: Clear and RemoveSession leave them to expire, ParseKey,
+// ListSessions and MovePrefix skip them, and the Python layout's key (like
+// the checkpoint hash's) is a key only of ids that layout refuses.
+//
 // # Python layout (LayoutPython)
 //
 // LayoutPython reads and writes what the Python Agents SDK's RedisSession

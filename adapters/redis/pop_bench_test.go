@@ -132,7 +132,7 @@ return v
 					c.Del(ctx, key)
 				}
 			})
-			popKeys := []string{k["evalsha-pop-script"]} // as PopItem sends it without a TTL (Python layout)
+			popKeys := []string{k["evalsha-pop-script"]} // as PopItem sends it without a TTL (Python layout), and a pop record key per call
 			// as PopItem sends it in the native layout, without a TTL: the
 			// script records the pop when the metadata holds an epoch
 			nativePopKeys := []string{k["evalsha-native-pop-script"], k["evalsha-native-pop-script"] + ":meta"}
@@ -143,8 +143,12 @@ return v
 				{"evalsha-lindex-rpop", func() error { return ev(lindexPop, []string{k["evalsha-lindex-rpop"]}) }},
 				{"evalsha-pttl-rpop", func() error { return ev(pttlPop, []string{k["evalsha-pttl-rpop"]}) }},
 				{"evalsha-rpop-check", func() error { return ev(rpopCheck, []string{k["evalsha-rpop-check"]}) }},
-				{"evalsha-pop-script", func() error { return ev(popScript, popKeys, int64(0)) }},
-				{"evalsha-native-pop-script", func() error { return ev(nativePopScript, nativePopKeys, int64(0)) }},
+				{"evalsha-pop-script", func() error {
+					return ev(popScript, append(popKeys[:1:1], popKeys[0]+":pop:"+NewPopToken()), int64(0), popRecordMS)
+				}},
+				{"evalsha-native-pop-script", func() error {
+					return ev(nativePopScript, append(nativePopKeys[:2:2], nativePopKeys[0]+":pop:"+NewPopToken()), int64(0), popRecordMS)
+				}},
 				{"popitem", func() error {
 					_, ok, err := s.PopItem(ctx)
 					if err == nil && !ok {
@@ -212,7 +216,7 @@ func BenchmarkPopServerCPU(b *testing.B) {
 		return c.EvalSha(ctx, rpopOnly.sha, []string{rawKey}).Err()
 	}, func() { c.RPush(ctx, rawKey, args...) })
 	run("pop-script-unrecorded", "evalsha", func() error { // the pop script without the native layout's record of the pop (follow.go)
-		return c.EvalSha(ctx, popScript.sha, []string{rawKey}, 0).Err()
+		return c.EvalSha(ctx, popScript.sha, []string{rawKey, rawKey + ":pop:" + NewPopToken()}, 0, popRecordMS).Err()
 	}, func() { c.RPush(ctx, rawKey, args...) })
 	run("popitem", "evalsha", func() error {
 		_, ok, err := s.PopItem(ctx)

@@ -94,7 +94,7 @@ func MovePrefix(ctx context.Context, client goredis.UniversalClient, from, to st
 			mu.Lock()
 			switch {
 			case err != nil:
-				errs = append(errs, fmt.Errorf("redis: move session %q: %w", id, err))
+				errs = append(errs, fmt.Errorf("redis: move session %q: %w", id, sent(err)))
 			case res == 1:
 				count++
 			case res == -1:

@@ -55,11 +55,12 @@ type processor interface {
 // the connection it is sent on, so fn then runs on one connection taken
 // from the client (from the key's primary in a cluster), not on the pool.
 // A WAIT that falls short (or fails) gives a *ReplicaError; an error of
-// fn is returned as it is.
+// fn is classified by sent: it wraps session.ErrOutcomeUnknown unless the
+// write provably did not happen.
 func (st *Store) write(ctx context.Context, key string, fn func(p processor) (wrote bool, err error)) error {
 	if st.opts.WaitReplicas <= 0 {
 		_, err := fn(st.client)
-		return err
+		return sent(err)
 	}
 	var c *goredis.Client
 	switch cl := st.client.(type) {
@@ -77,7 +78,7 @@ func (st *Store) write(ctx context.Context, key string, fn func(p processor) (wr
 	defer conn.Close()
 	wrote, err := fn(conn)
 	if err != nil || !wrote {
-		return err
+		return sent(err)
 	}
 	n, err := conn.Wait(ctx, st.opts.WaitReplicas, st.opts.WaitTimeout).Result()
 	if err != nil || int(n) < st.opts.WaitReplicas {

@@ -376,8 +376,18 @@ const popSrc = popTakeSrc + popDoneSrc
 
 // popTakeSrc and popDoneSrc are popSrc before and after the pop is
 // settled; the native layout's pop records it between them (nativePopSrc).
+//
+// The last key (KEYS[#KEYS]) is the pop record of the call's token (see
+// "Lost replies" in the package documentation), ARGV[2] its lifetime in
+// milliseconds: when the record exists, the token has popped already (or
+// RecoverPop settled it), and the script returns {0, record} having
+// changed nothing; a pop stores 'i' .. the item there. The record is
+// listed last so that the expiry loop, which refreshes every key, runs
+// before it is set with its own lifetime.
 const (
 	popTakeSrc = readableSrc + `
+local rec = redis.call('GET', KEYS[#KEYS])
+if rec then return {0, rec} end
 local pttl = redis.call('PTTL', KEYS[1])
 local v = redis.call('RPOP', KEYS[1])
 if not v then return false end
@@ -387,29 +397,39 @@ if not readable(v) then
   return {v}
 end
 `
-	popDoneSrc = expireSrc + `
+	popDoneSrc = expireSrc + popRecordSrc + `
 return v
+`
+	// popRecordSrc records the item v popped under the call's token.
+	popRecordSrc = `
+redis.call('SET', KEYS[#KEYS], 'i' .. v, 'PX', ARGV[2])
 `
 )
 
 // popIfSrc pops the newest valid item only if the newest records are still,
 // byte for byte, the ones the client read and checked: ARGV[1] is the ttl
-// in milliseconds, ARGV[2] the item to pop and ARGV[3:] the unreadable
-// records above it, oldest first. Those are put back unchanged (with the
-// list's expiry, should the list have been emptied on the way), so only
-// the item is removed. It returns 1 when it popped, 0 (having changed
-// nothing) when the records differ. PopItem sends it only when popSrc was
+// in milliseconds, ARGV[2] the pop record's lifetime, ARGV[3] the item to
+// pop and ARGV[4:] the unreadable records above it, oldest first. Those
+// are put back unchanged (with the list's expiry, should the list have
+// been emptied on the way), so only the item is removed, and recorded
+// under the token (the last key), as popSrc does. It returns 1 when it
+// popped, 0 (having changed nothing) when the records differ. PopItem sends it only when popSrc was
 // not sure of the newest record.
 const popIfSrc = popIfCheckSrc + popIfDoneSrc
 
 // popIfCheckSrc and popIfDoneSrc are popIfSrc before and after the check;
 // the native layout's pop records the pop between them (nativePopIfSrc).
+// ARGV[2] is the lifetime of the pop record (KEYS[#KEYS]), as in popSrc:
+// when the record exists, the script returns it (a bulk string) having
+// changed nothing.
 const popIfCheckSrc = `
-local m = #ARGV - 1
+local rec = redis.call('GET', KEYS[#KEYS])
+if rec then return rec end
+local m = #ARGV - 2
 local cur = redis.call('LRANGE', KEYS[1], -m, -1)
 if #cur ~= m then return 0 end
 for i = 1, m do
-  if cur[i] ~= ARGV[i + 1] then return 0 end
+  if cur[i] ~= ARGV[i + 2] then return 0 end
 end
 `
 
@@ -429,6 +449,8 @@ if ttl > 0 then
 elseif pttl > 0 then
   redis.call('PEXPIRE', KEYS[1], pttl)
 end
+local v = cur[1]
+` + popRecordSrc + `
 return 1
 `
 
@@ -460,7 +482,7 @@ var (
 	allScripts = []*script{appendScript, pythonAppendScript, replaceScript, pythonReplaceScript,
 		replaceIfScript, pythonReplaceIfScript, historyVersionScript, setTimesScript, sessionTimesScript,
 		popScript, popIfScript, rangeScript, touchScript, commitScript, pythonCommitScript, deleteCheckpointScript,
-		loadCheckpointScript, nativePopScript, nativePopIfScript, onceScript, pythonOnceScript}
+		loadCheckpointScript, nativePopScript, nativePopIfScript, onceScript, pythonOnceScript, recoverPopScript}
 	appendScript          = newScript(appendSrc)
 	pythonAppendScript    = newScript(pythonAppendSrc)
 	replaceScript         = newScript(replaceSrc)

@@ -332,16 +332,59 @@ const maxPopAttempts = 100
 // through OnCorrupt. When no valid item is left, nothing is removed and
 // PopItem reports an empty session. With a TTL the scripts also refresh
 // the expiry of every key.
+//
+// A pop that loses its reply loses no item: PopItem pops with a new token
+// (NewPopToken), and the script that pops also records the item under
+// that token for PopRecordTTL (see "Lost replies" in the package
+// documentation). An error wrapping session.ErrOutcomeUnknown is then a
+// *PopUnknownError: RecoverPop(ctx, its Token) returns the item the pop
+// removed, or reports that it removed nothing (and never will); PopItem
+// never resends a pop, and calling it again pops another item.
+// PopItemWithToken(ctx, token) is the retry that does not: with the token
+// of a pop that already removed an item it returns that item again.
+// Any other error means nothing was removed.
 func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
+	rk, token := s.newPopRecordKey()
+	return s.pop(ctx, rk, token)
+}
+
+// PopItemWithToken is PopItem with the caller's token (NewPopToken): a
+// token pops at most one item, ever (within PopRecordTTL). When the
+// token's pop already removed an item, it returns that item again and
+// removes nothing; when RecoverPop settled the token as having removed
+// nothing, it removes nothing and returns an error wrapping
+// ErrPopSettled. So a caller may call it again with the same token after
+// an error wrapping session.ErrOutcomeUnknown, as often as it likes, and
+// still remove one item at most.
+func (s *Session) PopItemWithToken(ctx context.Context, token string) (session.Item, bool, error) {
+	if _, err := popTokenTime(token); err != nil {
+		return session.Item{}, false, err
+	}
+	return s.pop(ctx, s.popRecordKey(token), token)
+}
+
+// pop is PopItem with token, whose pop record key is rk; an error
+// wrapping session.ErrOutcomeUnknown from a pop that may have removed an
+// item unseen is a *PopUnknownError.
+func (s *Session) pop(ctx context.Context, rk, token string) (session.Item, bool, error) {
+	it, ok, err := s.popOnce(ctx, rk)
+	if err != nil && !ok && errors.Is(err, session.ErrOutcomeUnknown) {
+		err = &PopUnknownError{Token: token, Err: err}
+	}
+	return it, ok, err
+}
+
+func (s *Session) popOnce(ctx context.Context, rk string) (session.Item, bool, error) {
 	if err := s.begin(ctx); err != nil {
 		return session.Item{}, false, err
 	}
 	wctx := context.WithoutCancel(ctx)
 	sc, keys := s.popScript()
+	keys = append(keys[:len(keys):len(keys)], rk)
 	var res any
 	err := s.st.write(wctx, s.keys[0], func(p processor) (bool, error) {
 		var err error
-		res, err = s.st.runOn(wctx, p, sc, keys, s.st.ttlMS).Result()
+		res, err = s.st.runOn(wctx, p, sc, keys, s.st.ttlMS, popRecordMS).Result()
 		if errors.Is(err, goredis.Nil) {
 			res, err = nil, nil
 		}
@@ -360,17 +403,30 @@ func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 		it, derr := driver.DecodeStoredString(r)
 		if derr != nil {
 			// The server's check and the client's disagree: put the
-			// record back on top, and say so.
+			// record back on top, forget the token's record of it, and
+			// say so.
 			perr := sendOnce(wctx, s.st.client, "rpush", s.keys[0], r).Err()
-			return session.Item{}, false, fmt.Errorf("redis: pop from session %q: the server popped a record the client cannot read (%v); pushed back: %v", s.id, derr, perr)
+			if perr == nil {
+				perr = sendOnce(wctx, s.st.client, "del", rk).Err()
+			}
+			if perr != nil {
+				perr = sent(perr)
+				return session.Item{}, false, fmt.Errorf("redis: pop from session %q: the server popped a record the client cannot read (%v); pushing it back, or dropping its pop record, failed: %w", s.id, derr, perr)
+			}
+			return session.Item{}, false, fmt.Errorf("redis: pop from session %q: the server popped a record the client cannot read (%v); pushed back", s.id, derr)
 		}
 		if err != nil {
 			return it, true, fmt.Errorf("redis: pop from session %q: %w", s.id, err)
 		}
 		return it, true, nil
 	case []any:
-		if len(r) == 1 {
+		switch len(r) {
+		case 1:
 			first, unsure = r[0].(string)
+		case 2: // the token has a record: it popped before, or was settled
+			if rec, isStr := r[1].(string); isStr && err == nil {
+				return s.settled(rec)
+			}
 		}
 	}
 	if err != nil {
@@ -382,11 +438,13 @@ func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 	// The server was not sure of the newest record: the client decides.
 	minWindow := int64(2)
 	if it, derr := driver.DecodeStoredString(first); derr == nil {
-		ok, err := s.popIf(wctx, []string{first})
-		if ok {
+		ok, rec, err := s.popIf(wctx, rk, []string{first})
+		switch {
+		case rec != "":
+			return s.settled(rec)
+		case ok:
 			return it, true, err // err: popped, not acknowledged as asked
-		}
-		if err != nil {
+		case err != nil:
 			return session.Item{}, false, err
 		}
 		minWindow = 1 // the records changed meanwhile: start over
@@ -401,7 +459,10 @@ func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 			s.report(ctx, bad)
 			return session.Item{}, false, nil
 		}
-		ok, err := s.popIf(wctx, raws)
+		ok, rec, err := s.popIf(wctx, rk, raws)
+		if rec != "" {
+			return s.settled(rec)
+		}
 		if err != nil {
 			if ok {
 				s.report(ctx, bad)
@@ -421,30 +482,40 @@ func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 }
 
 // popIf pops raws[0] if raws are still the newest records, byte for byte
-// (popIfSrc). popped with an error means the pop happened but was not
-// acknowledged as Options.WaitReplicas asks.
-func (s *Session) popIf(ctx context.Context, raws []string) (popped bool, err error) {
-	argv := make([]any, 0, 1+len(raws))
-	argv = append(argv, s.st.ttlMS)
+// (popIfSrc), recording it under the pop record key rk. popped with an
+// error means the pop happened but was not acknowledged as
+// Options.WaitReplicas asks; rec is the record rk held already (the
+// token popped before, or was settled), in which case nothing was popped.
+func (s *Session) popIf(ctx context.Context, rk string, raws []string) (popped bool, rec string, err error) {
+	argv := make([]any, 0, 2+len(raws))
+	argv = append(argv, s.st.ttlMS, popRecordMS)
 	for _, r := range raws {
 		argv = append(argv, r)
 	}
+	keys := append(s.all[:len(s.all):len(s.all)], rk)
 	err = s.st.write(ctx, s.keys[0], func(p processor) (bool, error) {
 		sc := popIfScript
 		if s.st.opts.Layout == LayoutNative {
 			sc = nativePopIfScript // records the pop for cursors (follow.go)
 		}
-		ok, err := s.st.runOn(ctx, p, sc, s.all, argv...).Bool()
-		if err != nil && !errors.Is(err, goredis.Nil) {
+		res, err := s.st.runOn(ctx, p, sc, keys, argv...).Result()
+		if err != nil {
 			return false, err
 		}
-		popped = ok
-		return ok, nil
+		switch r := res.(type) {
+		case int64:
+			popped = r == 1
+		case string:
+			rec = r
+		default:
+			return false, fmt.Errorf("unexpected pop script reply %v", res)
+		}
+		return popped, nil
 	})
 	if err != nil {
-		return popped, fmt.Errorf("redis: pop from session %q: %w", s.id, err)
+		return popped, "", fmt.Errorf("redis: pop from session %q: %w", s.id, err)
 	}
-	return popped, nil
+	return popped, rec, nil
 }
 
 // popCandidate reads the newest records, minWindow of them first, until

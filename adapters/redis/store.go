@@ -98,13 +98,15 @@ func (st *Store) Session(id string) (*Session, error) {
 // RemoveSession deletes every key of session id, its checkpoint hash
 // included, in one DEL: what Clear leaves (the checkpoints) goes too. It is
 // for sessions that must leave no trace, such as sessionctl check's probes.
+// A lost reply is an error wrapping session.ErrOutcomeUnknown (the DEL may
+// have run); calling again is safe.
 func (st *Store) RemoveSession(ctx context.Context, id string) error {
 	s, err := st.Session(id)
 	if err != nil {
 		return err
 	}
 	if err := sendOnce(context.WithoutCancel(ctx), st.client, delArgs(s.all)...).Err(); err != nil {
-		return fmt.Errorf("redis: remove session %q: %w", id, err)
+		return fmt.Errorf("redis: remove session %q: %w", id, sent(err))
 	}
 	return nil
 }
