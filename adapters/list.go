@@ -33,7 +33,13 @@ var ErrCannotList = errors.New("adapters: the store cannot list its sessions")
 // pages is listed or not, and one added behind the cursor is not. Redis
 // pages follow SCAN: a session present for the whole pass is listed at
 // least once, and may be listed twice (a rehash between pages), and ids
-// come in no particular order.
+// come in no particular order; there a session is present while its item
+// list exists, or while its checkpoint hash holds a checkpoint and it has
+// no item list (one that gains or loses its item list during the pass
+// may be listed twice, or, gaining it behind SCAN, not at all).
+//
+// Every backend here lists the sessions that hold items or a checkpoint:
+// a session that holds only a checkpoint is listed.
 type PageLister interface {
 	ListSessionsPage(ctx context.Context, cursor string, limit int) (ids []string, next string, err error)
 }

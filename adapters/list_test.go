@@ -258,3 +258,64 @@ func TestSummarizeSessionsAgreesWithReads(t *testing.T) {
 		})
 	}
 }
+
+// A session that holds only a checkpoint is a session: every backend
+// lists it, in its full listing and in pages of every size, once on the
+// ordered backends; a session with items and a checkpoint is listed once
+// too. One whose checkpoint was deleted, and (on Redis) one whose only
+// key is the checkpoint hash holding AddItemsOnce's operation ids after a
+// Clear, are not.
+func TestListSessionsPageCheckpointOnly(t *testing.T) {
+	for _, b := range pageBackends() {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			st, err := adapters.Open(ctx, b.URL(t))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = st.Close() })
+			save := func(id string) bool {
+				s, err := st.Session(id)
+				if errors.Is(err, session.ErrInvalidSessionID) {
+					return false
+				}
+				require.NoError(t, err)
+				cs, ok := s.(session.CheckpointStore)
+				require.True(t, ok, "%s keeps checkpoints", b.Name)
+				_, err = cs.SaveCheckpoint(ctx, "run", []byte(`{"v":1}`), 0)
+				require.NoError(t, err, "%q", id)
+				return true
+			}
+			var want []string
+			want = append(want, fill(t, st, []string{"items", "both"})...)
+			require.True(t, save("both"))
+			for _, id := range []string{"cponly", "a*", ":{a}:items", "a\x00", "\xff\xfe", "x:checkpoints", "%7B"} {
+				if save(id) {
+					want = append(want, id)
+				}
+			}
+			require.True(t, save("cpdeleted"))
+			s, err := st.Session("cpdeleted")
+			require.NoError(t, err)
+			require.NoError(t, s.(session.CheckpointStore).DeleteCheckpoint(ctx, "run", session.AnyVersion))
+			if strings.HasPrefix(b.Name, "redis") {
+				s, err := st.Session("onceonly")
+				require.NoError(t, err)
+				ok, err := s.(session.OnceAppender).AddItemsOnce(ctx, "op-1", []session.Item{session.MustItem(`{"n":1}`)})
+				require.NoError(t, err)
+				require.True(t, ok)
+				require.NoError(t, s.Clear(ctx))
+			}
+			want = sorted(want)
+
+			full, err := st.(adapters.Lister).ListSessions(ctx)
+			require.NoError(t, err)
+			require.Equal(t, want, sorted(full), "ListSessions")
+			for _, sizes := range [][]int{{1}, {2}, {3, 1}, {len(want)}, {500}} {
+				got := listAll(t, st, sizes...)
+				require.Equal(t, want, sorted(got), "pages of %v: every session listed", sizes)
+				if ordered(b) {
+					require.Equal(t, full, got, "pages of %v: in ListSessions's order, each once", sizes)
+				}
+			}
+		})
+	}
+}

@@ -174,17 +174,23 @@ type urlStore struct {
 	st *Store
 }
 
-// ListSessions lists the sessions that have a session document, sorted.
+// ListSessions lists the sessions that have a session document or a
+// checkpoint (as ListSessionsPage does), sorted.
 func (s *urlStore) ListSessions(ctx context.Context) ([]string, error) {
 	if s.st.closed.Load() {
 		return nil, session.ErrClosed
 	}
-	var ids []string
+	var ids, ckpts []string
 	if err := s.st.sessions.Distinct(ctx, fSessionID, bson.D{}).Decode(&ids); err != nil {
 		return nil, fmt.Errorf("mongo: list sessions: %w", err)
 	}
+	if err := s.st.checkpoints.Distinct(ctx, fSessionID,
+		bson.D{committed, {Key: fCkptDeleted, Value: bson.D{{Key: "$ne", Value: true}}}}).Decode(&ckpts); err != nil {
+		return nil, fmt.Errorf("mongo: list sessions: checkpoints: %w", err)
+	}
 	sort.Strings(ids)
-	return ids, nil
+	sort.Strings(ckpts)
+	return mergeIDs(ids, ckpts), nil
 }
 
 // AppendRaw stores raw, unvalidated, as the next record of session id: it

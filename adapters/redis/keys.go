@@ -167,8 +167,10 @@ const (
 // ParseKey returns the session id and kind of a native-layout key under
 // prefix (empty means DefaultKeyPrefix), for tools that list sessions with
 // SCAN. ok is false for any key the layout does not produce. A session
-// whose only key is its checkpoint hash holds no items: tools listing
-// sessions count the KeyItems keys, as ListSessions does.
+// whose only key is its checkpoint hash holds no items, and is a session
+// when the hash holds a checkpoint (a v: field; not only AddItemsOnce's
+// operation ids): ListSessions lists the KeyItems keys' sessions and
+// those.
 func ParseKey(prefix, key string) (id string, kind KeyKind, ok bool) {
 	if prefix == "" {
 		prefix = DefaultKeyPrefix

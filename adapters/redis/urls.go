@@ -8,13 +8,9 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
-
-	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/agentsessions/sessions/adapters"
 )
@@ -123,9 +119,10 @@ type urlStore struct {
 var _ adapters.Timestamps = (*urlStore)(nil)
 
 // ListSessions scans every primary for the layout's item lists and
-// returns the session ids, sorted: the sessions holding items. A session
-// whose only key is its checkpoint hash (checkpoints saved, or kept by
-// Clear) is not listed, as one whose only key is its metadata is not.
+// checkpoint hashes, as ListSessionsPage does, and returns the session
+// ids, sorted: the sessions holding items or a checkpoint. One whose only
+// key is its metadata, or a hash of AddItemsOnce's operation ids (what
+// Clear leaves of a session that saved no checkpoint), is not listed.
 func (s *urlStore) ListSessions(ctx context.Context) ([]string, error) {
 	return s.st.listSessions(ctx)
 }
@@ -145,41 +142,9 @@ func (s *urlStore) AppendRaw(ctx context.Context, id string, raw []byte) error {
 	return sendOnce(ctx, s.st.client, "rpush", h.keys[0], raw).Err()
 }
 
-// listSessions scans every primary for the layout's item lists.
+// listSessions reads the whole paged listing (list.go).
 func (st *Store) listSessions(ctx context.Context) ([]string, error) {
-	prefix := st.opts.KeyPrefix
-	match := globEscape(prefix) + ":{*}" + itemsSuffix
-	if st.opts.Layout == LayoutPython {
-		match = globEscape(prefix) + ":*" + pythonMessagesSuffix
-	}
-	var mu sync.Mutex // ForEachMaster scans the primaries concurrently
-	seen := map[string]bool{}
-	scan := func(ctx context.Context, c goredis.UniversalClient) error {
-		it := c.Scan(ctx, 0, match, 1000).Iterator()
-		for it.Next(ctx) {
-			if id, ok := st.itemsKeyID(it.Val()); ok {
-				mu.Lock()
-				seen[id] = true
-				mu.Unlock()
-			}
-		}
-		return it.Err()
-	}
-	var err error
-	if cc, ok := st.client.(*goredis.ClusterClient); ok {
-		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error { return scan(ctx, c) })
-	} else {
-		err = scan(ctx, st.client)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("redis: list sessions: %w", err)
-	}
-	ids := make([]string, 0, len(seen))
-	for id := range seen {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids, nil
+	return st.listAllSessions(ctx)
 }
 
 // itemsKeyID returns the session whose item list key is, in the Store's

@@ -67,12 +67,14 @@ func runCheck(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintf(e.stdout, "no store URL given: checking the embedded SQLite default at %s\n\n", dsn)
 		}
 	}
-	// An SQLite file keeps the schema it had: what the check's stores
-	// create (the checkpoints and operation-id tables a Python-written
-	// file lacks) is dropped again once they are closed.
-	var schema *sqliteSchema
+	// An SQLite file, a PostgreSQL database and a MongoDB database keep
+	// the schema they had: what the check's stores create (the
+	// checkpoints and operation-id tables a Python-written file lacks,
+	// the tables, collections and indexes a database lacks) is dropped
+	// again once they are closed.
+	var schema schemaKeeper
 	if len(pos) == 1 {
-		if schema, err = snapshotSQLiteSchema(ctx, dsn); err != nil {
+		if schema, err = snapshotSchema(ctx, dsn); err != nil {
 			return err
 		}
 	}
@@ -95,6 +97,9 @@ func runCheck(ctx context.Context, e *env, args []string) error {
 	closed = true
 	schemaNote, schemaErr := "", error(nil)
 	if schema != nil {
+		if checkHookBeforeRestore != nil {
+			checkHookBeforeRestore()
+		}
 		dropped, left, err := schema.restore(ctx)
 		switch {
 		case err != nil:
@@ -132,6 +137,11 @@ func runCheck(ctx context.Context, e *env, args []string) error {
 	}
 	return nil
 }
+
+// checkHookBeforeRestore, when set (by tests), runs once the suite is
+// done and its stores are closed, before the schema is restored: a write
+// from something else during the check.
+var checkHookBeforeRestore func()
 
 // checkRunID names one check in the probe namespace: the time it started
 // (so an operator can tell runs apart) and a random tail.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -149,6 +150,15 @@ func TestMigrateCarriesCheckpoints(t *testing.T) {
 		"redis": func(t *testing.T) string {
 			return testservers.Redis(t) + "?key_prefix=" + storetest.Unique("mig")
 		},
+		"redis-cluster": func(t *testing.T) string {
+			return "redis+cluster://" + strings.Join(testservers.RedisCluster(t), ",") + "?key_prefix=" + storetest.Unique("mig")
+		},
+		"mongo": func(t *testing.T) string {
+			u, err := url.Parse(testservers.Mongo(t))
+			require.NoError(t, err)
+			u.Path = "/" + storetest.Unique("mig")
+			return u.String()
+		},
 		"postgres": func(t *testing.T) string {
 			p := testservers.Postgres(t)
 			sep := "?"
@@ -184,14 +194,19 @@ func TestMigrateCarriesCheckpoints(t *testing.T) {
 			require.Equal(t, read(t, src, "parked"), read(t, dst, "parked"))
 
 			// The destination lists the session that holds only a
-			// checkpoint, where its listing can see one.
+			// checkpoint, with its state, and every other session once.
 			code, out, stderr = sessionctl(t, "list", dst)
 			require.Equal(t, 0, code, out+stderr)
-			if name == "redis" {
-				require.NotContains(t, out, `"cponly"`, "Redis lists sessions with items only")
-			} else {
-				require.Regexp(t, `(?m)^"cponly"\s+0\s+0 .* approval\s+"run" awaiting approval of c2$`, out)
+			require.Regexp(t, `(?m)^"cponly"\s+0\s+0 .* approval\s+"run" awaiting approval of c2$`, out)
+			require.Contains(t, out, "\n5 sessions\n")
+			for _, id := range runIDs {
+				require.Equal(t, 1, strings.Count(out, "\n\""+id+"\" "), id)
 			}
+			// So does doctor, which reads the listing.
+			code, out, stderr = sessionctl(t, "doctor", dst)
+			require.Equal(t, 0, code, out+stderr)
+			require.Contains(t, out, `note: session "cponly" checkpoint "run" (version 1): held write of 1 item, awaiting approval of c2`)
+			require.Contains(t, out, "5 sessions checked, 0 with errors, 1 needing an operator")
 
 			// A second run finds everything there.
 			code, out, stderr = sessionctl(t, "migrate", "--from", src, "--to", dst)

@@ -94,7 +94,7 @@ func Backends() []Backend {
 			return u.String()
 		}, TTL: true, Peer: true, Slow: true, MinTTL: networkMinTTL},
 		{Name: "postgres", URL: func(t testing.TB) string {
-			return testservers.Postgres(t) + sep(testservers.Postgres(t)) + "messages_table=" + Unique("m") + "&sessions_table=" + Unique("s")
+			return testservers.Postgres(t) + sep(testservers.Postgres(t)) + "messages_table=" + Unique("m") + "&sessions_table=" + Unique("s") + "&checkpoints_table=" + Unique("c")
 		}, Peer: true},
 	}
 }
