@@ -77,13 +77,30 @@ func (s *Session) appendBatch(ctx context.Context, items []session.Item, op *onc
 			s.dropReservation(ctx, id)
 			return nil, now, err
 		}
-		if err := s.insertBatchDoc(ctx, raw, sd, op); err != nil {
+		if err := s.insertBatchDoc(ctx, raw, id, sd, op); err != nil {
 			// Whether it landed or not, it is listed as reserved: hidden.
+			if op != nil {
+				op.release(ctx)
+			}
 			return nil, now, err
 		}
 		if op != nil && op.found {
 			s.discard(ctx, id)
+			op.release(ctx)
 			return nil, now, errOpDone
+		}
+		if op != nil && !op.claimed {
+			// Another call holds the id's claim (see "Claims" in once.go):
+			// give this attempt up, wait until that call has recorded the
+			// id or can no longer, and try again.
+			s.discard(ctx, id)
+			if err := op.awaitClaim(ctx, s); err != nil {
+				return nil, now, err
+			}
+			if err := backoff(ctx, attempt); err != nil {
+				return nil, now, err
+			}
+			continue
 		}
 		if h := testHookBeforeOnceCommit; h != nil && op != nil {
 			h(s)
@@ -100,6 +117,9 @@ func (s *Session) appendBatch(ctx context.Context, items []session.Item, op *onc
 			// reader may have seen. Delete it (then its reservation) and
 			// reserve again.
 			s.discard(ctx, id)
+			if op != nil {
+				op.release(ctx)
+			}
 			if err := backoff(ctx, attempt); err != nil {
 				return nil, now, err
 			}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	mongodrv "go.mongodb.org/mongo-driver/v2/mongo"
@@ -40,11 +41,12 @@ import (
 // both. (An older Python release's clear deleted the session document,
 // and with it the ids not moved yet.)
 //
-// Round trips: those of AddItems, the look-up and the moves running beside
-// the batch's insert. An empty batch reserves nothing: it reads _ops
-// (through a reservation of no seq, which creates the session document if
-// there is none), looks the id up, and records it with one conditional
-// update. A used id costs the reservation (and the look-up, when the id
+// Round trips: those of AddItems, the look-up, the moves and the claim
+// (see "Claims") running beside the batch's insert, then the decision. An
+// empty batch reserves nothing: it reads _ops (through a reservation of no
+// seq, which creates the session document if there is none), looks the id
+// up, claims it, records it with one conditional update and inserts the
+// decision. A used id costs the reservation (and the look-up, when the id
 // has moved), and undoes them.
 
 var _ session.OnceAppender = (*Session)(nil)
@@ -62,6 +64,10 @@ type onceOp struct {
 	// set by prepare, per attempt
 	found bool     // the id's document exists: recorded
 	moved []string // the _ops keys whose documents this attempt inserted
+	// set by claim, per attempt
+	owner   string // the owner this attempt's claim names
+	claimed bool   // this attempt's claim insert got in: it holds the claim
+	unsure  bool   // this attempt's claim insert failed: it may have got in
 }
 
 func newOnceOp(st *Store, sid, id string) *onceOp {
@@ -165,16 +171,20 @@ func (o *onceOp) commitClauses(sd *sessionDoc, filter, set, unset, update bson.D
 	return filter, set, unset, update
 }
 
-// insertBatchDoc inserts an append's batch document and, with op,
-// prepares op beside it.
-func (s *Session) insertBatchDoc(ctx context.Context, raw bson.Raw, sd *sessionDoc, op *onceOp) error {
-	var prepErr error
+// insertBatchDoc inserts an append's batch document (reserved as id)
+// and, with op, prepares op and inserts its claim, owned by id, beside it.
+func (s *Session) insertBatchDoc(ctx context.Context, raw bson.Raw, id bson.ObjectID, sd *sessionDoc, op *onceOp) error {
+	var prepErr, claimErr error
 	var wg sync.WaitGroup
 	if op != nil {
-		wg.Add(1)
+		wg.Add(2)
 		go func() {
 			defer wg.Done()
 			prepErr = op.prepare(ctx, sd)
+		}()
+		go func() {
+			defer wg.Done()
+			claimErr = op.claim(ctx, id.Hex(), true)
 		}()
 	}
 	_, err := s.st.messages.InsertOne(ctx, raw)
@@ -182,7 +192,10 @@ func (s *Session) insertBatchDoc(ctx context.Context, raw bson.Raw, sd *sessionD
 	if err != nil {
 		return fmt.Errorf("insert a message document: %w", err)
 	}
-	return prepErr
+	if prepErr != nil {
+		return prepErr
+	}
+	return claimErr
 }
 
 // discard deletes an append's batch document that will not be committed,
@@ -241,7 +254,11 @@ func (s *Session) AddItemsOnce(ctx context.Context, opID string, items []session
 	}
 	s.st.est.observe(len(items), 1)
 	s.afterWrite(ctx, sd, now)
-	return true, nil
+	ok, err := op.decide(ctx)
+	if err != nil {
+		return false, fmt.Errorf("mongo: add items once: %w", err)
+	}
+	return ok, nil
 }
 
 // recordOnce records op's id with no batch: one conditional update of the
@@ -261,6 +278,22 @@ func (s *Session) recordOnce(ctx context.Context, op *onceOp) (bool, error) {
 		if op.found {
 			return false, nil
 		}
+		if err := op.claim(ctx, bson.NewObjectID().Hex(), false); err != nil {
+			op.release(ctx)
+			return false, err
+		}
+		if !op.claimed {
+			if err := op.awaitClaim(ctx, s); err != nil {
+				if errors.Is(err, errOpDone) {
+					return false, nil
+				}
+				return false, err
+			}
+			if err := backoff(ctx, attempt); err != nil {
+				return false, err
+			}
+			continue
+		}
 		filter, set, unset, update := op.commitClauses(sd, bson.D{byID(s.id)}, nil, nil, nil)
 		update = append(update, bson.E{Key: "$set", Value: set})
 		if len(unset) > 0 {
@@ -271,13 +304,208 @@ func (s *Session) recordOnce(ctx context.Context, op *onceOp) (bool, error) {
 			return false, fmt.Errorf("record the operation id: %w", committing(err))
 		}
 		if res.MatchedCount == 1 {
-			return true, nil
+			return op.decide(ctx)
 		}
+		op.release(ctx)
 		if err := backoff(ctx, attempt); err != nil {
 			return false, err
 		}
 	}
 	return false, errCommitLost
+}
+
+// Claims.
+//
+// The commit's condition (_ops.<key> not set yet) decides between two
+// concurrent calls with one id only where single-document updates are
+// atomic: on a server that runs a conditional update as a read and a
+// write (FerretDB v1 without a write serializer), both commits can match
+// and both calls would answer true. So the answer is decided by an insert
+// as well: before its commit, each attempt inserts the id's claim, a
+// document of the operations collection with the unique _id
+// "claim:<operation document _id>" (an operation document's _id starts
+// with a digit, so the two never meet), naming its owner. Of concurrent
+// inserts the unique _id lets exactly one in, on every server that
+// enforces it; only the call holding the claim commits, so only it can
+// answer true. The other gives its attempt up (deleting its batch and its
+// reservation) and waits until the claim is settled: it answers false
+// once the id is recorded, and tries again once the holder can no longer
+// record it.
+//
+// An append's claim is owned by its reservation (its _id in _resv): the
+// commit that records the id needs the reservation still listed and
+// removes it in the same update, so a holder whose reservation is no
+// longer listed, while the id is not recorded, never will record it, and
+// its claim is deleted (on condition that it still names that owner). A
+// holder's reservation older than staleReservation is abandoned first, as
+// a later append would abandon it. An empty batch's claim (recordOnce)
+// names a token of its own and lapses after staleReservation. A holder
+// that commits keeps its claim (the id is recorded; RemoveSession deletes
+// claims with the other operation documents); one that does not deletes
+// its own, except after a commit of unknown outcome, whose claim lapses
+// as above.
+//
+// The deletion of a lapsed claim rests on reading the session document,
+// which a server without atomic updates can get wrong: there a commit can
+// be lost to a concurrent write after its call answered, and the claim
+// taken over. So a call whose commit applied answers true only once it
+// has inserted the id's decision, a third document with the unique _id
+// "decided:<operation document _id>": of two calls that both committed,
+// the second answers false. On MongoDB (and FerretDB behind a write
+// serializer) the second commit never applies, and the decision only
+// costs the round trip.
+
+// claimDocID is the _id of the claim of operation id op of session sid.
+func claimDocID(sid, op string) string { return "claim:" + opDocID(sid, op) }
+
+// decisionDocID is the _id of the decision of operation id op of session
+// sid.
+func decisionDocID(sid, op string) string { return "decided:" + opDocID(sid, op) }
+
+// decide inserts the id's decision, once this call's commit has recorded
+// the id, and reports whether it got in: the call answers true if and
+// only if it did. Where single-document updates are atomic a second
+// commit recording the id never applies, so the insert always gets in;
+// where they are not, it is what keeps a second true answer out (the
+// batch of a call answering false may then have been committed too). A
+// failed insert leaves the answer unknown; the id is recorded, so calling
+// again answers false.
+func (o *onceOp) decide(ctx context.Context) (bool, error) {
+	_, err := o.st.operations.InsertOne(ctx, bson.D{
+		{Key: "_id", Value: decisionDocID(o.sid, o.id)},
+		{Key: fSessionID, Value: o.sid},
+		{Key: "operation_id", Value: o.id},
+		{Key: fCreatedAt, Value: o.st.now()},
+	})
+	switch {
+	case err == nil:
+		return true, nil
+	case mongodrv.IsDuplicateKeyError(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("record the operation id's decision: %w", &outcomeUnknown{err})
+}
+
+// claimDoc is a claim as read.
+type claimDoc struct {
+	Owner   string    `bson:"owner"`
+	Resv    bool      `bson:"resv"`
+	Created time.Time `bson:"created_at"`
+}
+
+// claim inserts the id's claim, naming owner (resv: owner is the
+// attempt's reservation id) and sets o.claimed when it got in. A claim
+// already there is no error: o.claimed stays false.
+func (o *onceOp) claim(ctx context.Context, owner string, resv bool) error {
+	o.owner, o.claimed, o.unsure = owner, false, false
+	_, err := o.st.operations.InsertOne(ctx, bson.D{
+		{Key: "_id", Value: claimDocID(o.sid, o.id)},
+		{Key: fSessionID, Value: o.sid},
+		{Key: "operation_id", Value: o.id},
+		{Key: "owner", Value: owner},
+		{Key: "resv", Value: resv},
+		{Key: fCreatedAt, Value: o.st.now()},
+	})
+	switch {
+	case err == nil:
+		o.claimed = true
+		return nil
+	case mongodrv.IsDuplicateKeyError(err):
+		return nil
+	}
+	o.unsure = true
+	return fmt.Errorf("claim the operation id: %w", err)
+}
+
+// release deletes this attempt's claim, if it holds it or may (an
+// insert whose reply was lost may have landed).
+func (o *onceOp) release(ctx context.Context) {
+	if !o.claimed && !o.unsure {
+		return
+	}
+	cctx, cancel := cleanupContext(ctx)
+	_, _ = o.st.operations.DeleteOne(cctx, bson.D{
+		{Key: "_id", Value: claimDocID(o.sid, o.id)}, {Key: "owner", Value: o.owner}})
+	cancel()
+	o.owner, o.claimed, o.unsure = "", false, false
+}
+
+// awaitClaim waits until the claim another call holds is settled. It
+// returns errOpDone once the id is recorded, and nil once the claim is
+// gone or was deleted because its holder can no longer record the id
+// (the caller then tries again).
+func (o *onceOp) awaitClaim(ctx context.Context, s *Session) error {
+	o.owner, o.claimed, o.unsure = "", false, false
+	key := bson.D{{Key: "_id", Value: claimDocID(o.sid, o.id)}}
+	for tries := 0; ; tries++ {
+		var c claimDoc
+		err := o.st.operations.FindOne(ctx, key).Decode(&c)
+		if errors.Is(err, mongodrv.ErrNoDocuments) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read the operation id's claim: %w", err)
+		}
+		// The session document, then the operation document: an id
+		// moved out of _ops in between has its document by then.
+		cur, err := s.loadSession(ctx)
+		if err != nil {
+			return err
+		}
+		if cur != nil && o.recorded(cur) {
+			return errOpDone
+		}
+		err = o.st.operations.FindOne(ctx, bson.D{{Key: "_id", Value: opDocID(o.sid, o.id)}},
+			options.FindOne().SetProjection(bson.D{{Key: "_id", Value: 1}})).Err()
+		if err == nil {
+			return errOpDone
+		}
+		if !errors.Is(err, mongodrv.ErrNoDocuments) {
+			return fmt.Errorf("look the operation id up: %w", err)
+		}
+		now := o.st.now()
+		live := now.Sub(c.Created) <= staleReservation
+		if c.Resv {
+			live = false
+			if cur != nil && cur.Resv != nil {
+				if v, err := cur.Resv.LookupErr(c.Owner); err == nil {
+					live = true
+					if t, ok := v.TimeOK(); ok && now.Sub(t) > staleReservation {
+						// The holder most likely died before its commit:
+						// abandon its reservation (so it can no longer
+						// commit), then look again.
+						s.abandonReservation(ctx, c.Owner)
+						continue
+					}
+				}
+			}
+		}
+		if !live {
+			cctx, cancel := cleanupContext(ctx)
+			_, err := o.st.operations.DeleteOne(cctx, append(key, bson.E{Key: "owner", Value: c.Owner}))
+			cancel()
+			if err != nil {
+				return fmt.Errorf("delete a lapsed claim of the operation id: %w", err)
+			}
+			return nil
+		}
+		if err := pollWait(ctx, tries); err != nil {
+			return err
+		}
+	}
+}
+
+// abandonReservation moves reservation key (an append's _id in hex) to
+// _abandoned, if it is still listed: its batch can no longer be committed.
+func (s *Session) abandonReservation(ctx context.Context, key string) {
+	cctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	_, _ = s.st.sessions.UpdateOne(cctx,
+		bson.D{byID(s.id), {Key: fResv + "." + key, Value: bson.D{{Key: "$exists", Value: true}}}},
+		bson.D{
+			{Key: "$set", Value: bson.D{{Key: fAbandoned + "." + key, Value: true}}},
+			{Key: "$unset", Value: bson.D{{Key: fResv + "." + key, Value: ""}}},
+		})
 }
 
 // testHookBeforeOnceCommit, when set by a test, runs between an
