@@ -28,8 +28,10 @@ var openTargets = []struct{ scheme, rest string }{
 
 // FuzzOpenHidesPassword: whatever query follows it, on every scheme, the
 // error Open returns (an option refused, the driver's own error, a server
-// that cannot be reached) never shows the URL's password. The password is
-// random for every call, so no input the fuzzer makes holds it.
+// that cannot be reached) never shows the URL's password, nor the value of
+// an unknown option (a mistyped "passwrd") added to the query, nor what
+// Redact writes of the URL. The password and the value are random for
+// every call, so no input the fuzzer makes holds them.
 func FuzzOpenHidesPassword(f *testing.F) {
 	for i := range openTargets {
 		for _, q := range []string{"", "tll=1h", "layout=bad", "db=x", "dial_timeout=-1s", "sslmode=bogus", "connect_timeout=1",
@@ -42,19 +44,31 @@ func FuzzOpenHidesPassword(f *testing.F) {
 		var b [8]byte
 		_, _ = rand.Read(b[:])
 		secret := "Zq" + hex.EncodeToString(b[:])
-		dsn := o.scheme + "://u:" + secret + "@" + o.rest + "?" + query
-		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-		defer cancel()
-		st, err := adapters.Open(ctx, dsn)
-		if err == nil {
-			_ = st.Close()
-			return
-		}
-		msg := err.Error()
-		for i := 0; i+6 <= len(secret); i++ {
-			if strings.Contains(msg, secret[i:i+6]) {
-				t.Fatalf("Open(%q) shows part of the password: %s", dsn, msg)
+		_, _ = rand.Read(b[:])
+		unknown := "Zu" + hex.EncodeToString(b[:])
+		for _, dsn := range []string{
+			o.scheme + "://u:" + secret + "@" + o.rest + "?" + query,
+			o.scheme + "://u:" + secret + "@" + o.rest + "?" + query + "&passwrd=" + unknown,
+			o.scheme + "://u:" + secret + "@" + o.rest + "?zz_opt=" + unknown + "&" + query,
+		} {
+			check := func(what, msg string) {
+				for _, s := range []string{secret, unknown} {
+					for i := 0; i+6 <= len(s); i++ {
+						if strings.Contains(msg, s[i:i+6]) {
+							t.Fatalf("%s of %q shows part of a secret: %s", what, dsn, msg)
+						}
+					}
+				}
 			}
+			check("Redact", adapters.Redact(dsn))
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			st, err := adapters.Open(ctx, dsn)
+			cancel()
+			if err == nil {
+				_ = st.Close()
+				continue
+			}
+			check("Open's error", err.Error())
 		}
 	})
 }

@@ -128,7 +128,8 @@ func TestRedact(t *testing.T) {
 	for in, want := range map[string]string{
 		"redis://:Pa%ssWord@127.0.0.1:1/0":        "redis://:xxxxx@127.0.0.1:1/0",
 		"redis://user:pa#ss@host:1/0":             "redis://user:xxxxx@host:1/0",
-		"redis://user:pa@ss/w:rd@host:1/0?x=y":    "redis://user:xxxxx@host:1/0?x=y",
+		"redis://user:pa@ss/w:rd@host:1/0?x=y":    "redis://user:xxxxx@host:1/0?x=xxxxx", // x is no known option
+		"redis://user:pa@ss/w:rd@host:1/0?db=1":   "redis://user:xxxxx@host:1/0?db=1",
 		"mongodb://u:p@h1:1,h2:2/db?replicaSet=r": "mongodb://u:xxxxx@h1:1,h2:2/db?replicaSet=r",
 		"redis://user@host:1/0":                   "redis://user@host:1/0",
 		"redis://host:1/0":                        "redis://host:1/0",

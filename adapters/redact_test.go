@@ -28,10 +28,11 @@ func FuzzRedact(f *testing.F) {
 			t.Skip("not of the form scheme://user:password@rest")
 		}
 		// A '?' in p starts the query early (see TestRedactAtInQuery): a
-		// credential parameter there, or in rest read as the query's end,
-		// is masked to its '&', past p's '@' if need be.
-		if q := strings.IndexByte(p, '?'); q >= 0 && len(credentialValues(p, q+1)) > 0 {
-			t.Skip("p reads as a query holding a credential")
+		// hidden parameter there (a credential, or an option no one
+		// knows), or in rest read as the query's end, is masked to its
+		// '&', past p's '@' if need be.
+		if q := strings.IndexByte(p, '?'); q >= 0 && len(hiddenValues(p+"@"+rest, q+1)) > 0 {
+			t.Skip("p reads as a query holding a hidden value")
 		}
 		for _, probe := range []string{"x://h" + rest, "x://h?" + rest} {
 			if r, _ := redact(probe); r != probe {
@@ -128,7 +129,7 @@ func TestRedactUnparseable(t *testing.T) {
 	for in, want := range map[string]string{
 		"redis://:Pa%ssWord@127.0.0.1:6379/0": "redis://:xxxxx@127.0.0.1:6379/0",
 		"  redis://u:p w@h":                   "  redis://u:xxxxx@h",
-		"no scheme at all: p@ss":              "no scheme at all: p@ss",
+		"no scheme at all: p@ss":              "no scheme at all:xxxxx@ss", // read as u:p@h
 	} {
 		if got := Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
@@ -244,4 +245,55 @@ func TestRedactWordsLong(t *testing.T) {
 	if red := Redact(edge); strings.Contains(red, "hunter22") || len(edge) > maxWordsDSN {
 		t.Fatalf("Redact of a %d-byte keyword DSN shows the password", len(edge))
 	}
+}
+
+// FuzzRedactUnknownOption: the value v of an option no backend or driver
+// knows (a mistyped "passwrd", a SQLite "_pragma"), among others, in every
+// form Redact reads (scheme://, sqlite:opaque, no scheme, keyword DSN),
+// never survives Redact or an error scrubbed with what redact found
+// (issue 36 item 3).
+func FuzzRedactUnknownOption(f *testing.F) {
+	f.Add(uint8(0), "postgres://u@h:5432/db", "passwrd", "s3cr3t!!", "sslmode=disable")
+	f.Add(uint8(1), "sqlite:rel.db", "_pragma", "key(hunter22)", "busy_timeout=1s")
+	f.Add(uint8(2), "u@h:5432/db", "foo", "hunter22", "")
+	f.Add(uint8(3), "host=h user=u", "foo", "hunter22", "dbname=d")
+	f.Add(uint8(0), "mongodb://h/db", "replicaSett", "rs0-secret", "authSource=admin")
+	f.Fuzz(func(t *testing.T, form uint8, base, name, v, other string) {
+		if h, unknown := hidden(name); !h || !unknown || len(v) < 4 || name == "" ||
+			strings.ContainsAny(name, "=&;#?% \t\n\r\v\f'\\") || strings.ContainsAny(v, "&;#\\ \t\n\r\v\f'") ||
+			strings.ContainsAny(other, "#@?") || strings.ContainsAny(base, "?#@=") {
+			t.Skip()
+		}
+		var dsn, public string
+		switch form % 4 {
+		case 0: // scheme://…
+			if !strings.Contains(base, "://") {
+				t.Skip()
+			}
+			dsn, public = base+"?"+other+"&"+name+"="+v+"&db=1", base+"?"+other+"&"+name+"="+mask+"&db=1"
+		case 1: // sqlite:opaque
+			dsn, public = "sqlite:"+base+"?"+other+"&"+name+"="+v, "sqlite:"+base+"?"+other+"&"+name+"="+mask
+		case 2: // no scheme
+			if strings.Contains(base, ":") {
+				t.Skip()
+			}
+			dsn, public = base+"?"+other+"&"+name+"="+v, base+"?"+other+"&"+name+"="+mask
+		case 3: // keyword DSN
+			if strings.Contains(base, "://") || strings.ContainsAny(other, "'\\=") || !wordName.MatchString(name) {
+				t.Skip()
+			}
+			dsn, public = base+" "+name+"="+v+" "+other, base+" "+name+"="+mask+" "+other
+		}
+		if strings.Contains(public, v) {
+			t.Skip("the public parts hold the value")
+		}
+		if out := Redact(dsn); strings.Contains(out, v) {
+			t.Fatalf("Redact(%q) = %q shows %q", dsn, out, v)
+		}
+		_, secrets := redact(dsn)
+		err := scrub(fmt.Errorf("open %s: %w", dsn, errBackend), secrets...)
+		if strings.Contains(err.Error(), v) || !errors.Is(err, errBackend) {
+			t.Fatalf("scrub = %v (secrets %q)", err, secrets)
+		}
+	})
 }

@@ -81,8 +81,8 @@ func Example() {
 	}
 	fmt.Println("level", rep.Level)
 	// Output:
-	// contract: FULL, 40 passed, 0 failed, 1 skipped of 41
-	// contract (capabilities hidden): BASE, 20 passed, 0 failed, 21 skipped of 41
+	// contract: FULL, 41 passed, 0 failed, 1 skipped of 42
+	// contract (capabilities hidden): BASE, 20 passed, 0 failed, 22 skipped of 42
 	// held-write: FULL, 144 passed, 0 failed, 0 skipped of 144
 	// level FULL
 }

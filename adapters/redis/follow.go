@@ -336,3 +336,45 @@ func (c core) AddItems(ctx context.Context, items []session.Item) error {
 }
 func (c core) PopItem(ctx context.Context) (session.Item, bool, error) { return c.s.PopItem(ctx) }
 func (c core) Clear(ctx context.Context) error                         { return c.s.Clear(ctx) }
+
+// Handle returns a handle on session id as a session.Session whose
+// optional interfaces are exactly what its layout honours: the *Session
+// of Session in the native layout, and in the Python layout a PythonSession,
+// which is no session.Follower. The Python layout's ItemsSince cannot see
+// a Python process pop an item and append one of the same bytes (Python's
+// pop_item records nothing), which a Follower must report; without it,
+// session.ReadSince uses its fallback, whose cursors say that they cannot.
+// Probe (session.Probe, adapters.NewStore) a Handle, not a *Session.
+func (st *Store) Handle(id string) (session.Session, error) {
+	s, err := st.Session(id)
+	if err != nil {
+		return nil, err
+	}
+	if st.opts.Layout == LayoutPython {
+		return PythonSession{Session: s}, nil
+	}
+	return s, nil
+}
+
+// PythonSession is a Python layout's *Session without ItemsSince: every
+// other method, and so every other optional interface, is the Session's.
+type PythonSession struct {
+	*Session
+	//lint:ignore U1000 present for its method, which hides the Session's
+	notFollower
+}
+
+// notFollower's ItemsSince collides with the Session's at the same depth
+// of PythonSession, so that neither is promoted: a PythonSession has no
+// ItemsSince method, and no type assertion finds a session.Follower.
+//
+//lint:ignore U1000 present for its method, which hides the Session's
+type notFollower struct{}
+
+// ItemsSince is never promoted (see notFollower).
+//
+//lint:ignore U1000 never called: it hides the Session's
+func (notFollower) ItemsSince() {}
+
+// Unwrap returns the *Session.
+func (p PythonSession) Unwrap() *Session { return p.Session }

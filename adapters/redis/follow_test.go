@@ -321,3 +321,24 @@ func TestFollowPythonLayout(t *testing.T) {
 	_, _, err = s.ItemsSince(ctx, cur)
 	require.ErrorIs(t, err, session.ErrCursorLost, "Python's pop of the last item read, then its append")
 }
+
+// TestPythonHandleIsNoFollower (issue 36 item 4): the Python layout's
+// ItemsSince cannot see Python's pop and append of equal bytes, so its
+// Handle is no session.Follower (the conformance clause
+// follow/equal-rewrite holds the native layout to it); the native
+// layout's is.
+func TestPythonHandleIsNoFollower(t *testing.T) {
+	c := standaloneClient(t)
+	for _, layout := range []Layout{LayoutNative, LayoutPython} {
+		st := newStore(t, c, Options{KeyPrefix: uniquePrefix(t), Layout: layout})
+		h, err := st.Handle(uniqueID(t))
+		require.NoError(t, err)
+		_, follower := h.(session.Follower)
+		require.Equal(t, layout == LayoutNative, follower, "layout %s", layout)
+		require.Equal(t, layout == LayoutNative, session.Probe(h).Has(session.CapFollow), "layout %s", layout)
+		for _, cap := range []session.Capability{session.CapLatest, session.CapReplace, session.CapTTL, session.CapCheckpoints,
+			session.CapCheckpointCommit, session.CapVersionedReplace, session.CapAppendOnce} {
+			require.True(t, session.Probe(h).Has(cap), "layout %s keeps %s", layout, cap)
+		}
+	}
+}

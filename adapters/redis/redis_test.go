@@ -90,21 +90,27 @@ func (h *harness) OpenClosed(_ context.Context, id string) (session.Session, err
 	if err != nil {
 		return nil, err
 	}
-	s, err := st.Session(id)
+	s, err := st.Handle(id)
 	if err != nil {
 		return nil, err
 	}
 	return s, st.Close()
 }
 func (h *harness) Open(_ context.Context, id string) (session.Session, error) {
-	return h.store.Session(id)
+	return h.store.Handle(id)
 }
 func (h *harness) OpenPeer(_ context.Context, id string) (session.Session, error) {
-	return h.peer.Session(id)
+	return h.peer.Handle(id)
 }
+
+// Declared: the Python layout is no session.Follower (Store.Handle).
 func (h *harness) Declared() session.Capabilities {
-	return session.Caps(session.CapLatest, session.CapReplace, session.CapTTL, session.CapCheckpoints, session.CapCheckpointCommit, session.CapVersionedReplace,
+	caps := session.Caps(session.CapLatest, session.CapReplace, session.CapTTL, session.CapCheckpoints, session.CapCheckpointCommit, session.CapVersionedReplace,
 		session.CapFollow, session.CapAppendOnce)
+	if h.opts.Layout == LayoutPython {
+		caps &^= session.Caps(session.CapFollow)
+	}
+	return caps
 }
 
 // RemoveSession deletes every key of the session, its checkpoint hash
@@ -137,7 +143,7 @@ func (h *harness) OpenTTL(_ context.Context, id string, ttl time.Duration) (sess
 		h.ttlStore[ttl] = st
 	}
 	h.mu.Unlock()
-	return st.Session(id)
+	return st.Handle(id)
 }
 
 // Advance sleeps: expiry runs on the server's real clock.

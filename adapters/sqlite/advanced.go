@@ -42,10 +42,49 @@ func (q *queries) readAdvanced() {
 }
 
 // historyWritable refuses a write to the history of an
-// AdvancedSQLiteSession store.
+// AdvancedSQLiteSession store, as Open found it or as a write transaction
+// last did (advancedNow). Writes check again in their transaction
+// (historyWritableIn): this early answer saves the queueing.
 func (st *Store) historyWritable() error {
-	if st.advanced {
+	if st.advanced || st.advancedSeen.Load() {
 		return ErrAdvancedStore
 	}
 	return nil
+}
+
+// historyWritableIn refuses, in the write transaction open on w, a write
+// to the history of a database that is an AdvancedSQLiteSession store
+// now: one whose class created its tables after the Store was opened. The
+// error says nothing was written, so the other writes of the group go on.
+func (st *Store) historyWritableIn(w *wconn) error {
+	if st.advanced || w.advanced {
+		return untouched(ErrAdvancedStore)
+	}
+	return nil
+}
+
+// advancedNow reports whether the database is an AdvancedSQLiteSession
+// store, in the write transaction open on w (BEGIN IMMEDIATE: no other
+// connection changes the schema until it ends). It reads the schema
+// cookie (PRAGMA schema_version, from the header page the transaction
+// holds anyway) and looks for the class's table again only when the
+// cookie changed since the last look, so a write transaction pays one
+// PRAGMA. A cookie it cannot read makes it look.
+func (st *Store) advancedNow(ctx context.Context, w *wconn) bool {
+	if st.advanced {
+		return true
+	}
+	v, err := w.schemaVersion(ctx)
+	if err == nil && v == st.schemaSeen.Load() {
+		return st.advancedSeen.Load()
+	}
+	var n int
+	if qerr := w.c.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'message_structure'`).Scan(&n); qerr != nil {
+		return st.advancedSeen.Load()
+	}
+	st.advancedSeen.Store(n > 0)
+	if err == nil {
+		st.schemaSeen.Store(v)
+	}
+	return n > 0
 }

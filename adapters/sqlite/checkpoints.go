@@ -190,6 +190,11 @@ func (s *Session) AppendWithCheckpoint(ctx context.Context, items []session.Item
 	}
 	var next int64
 	err := s.st.submit(ctx, false, func(ctx context.Context, w *wconn, _ bool) error {
+		if len(items) > 0 {
+			if err := s.st.historyWritableIn(w); err != nil {
+				return err
+			}
+		}
 		_, created, err := s.st.ensureCheckpoints(ctx, w, true)
 		if err != nil {
 			return err
@@ -365,6 +370,9 @@ func (st *Store) RemoveSession(ctx context.Context, id string) error {
 		return err
 	}
 	return st.writeW(ctx, fmt.Sprintf("remove session %q", id), false, func(ctx context.Context, w *wconn, _ bool) error {
+		if err := st.historyWritableIn(w); err != nil {
+			return err
+		}
 		if err := s.clear(ctx, w); err != nil {
 			return err
 		}

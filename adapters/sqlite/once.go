@@ -64,6 +64,9 @@ func (s *Session) AddItemsOnce(ctx context.Context, opID string, items []session
 	}
 	var appended bool
 	err := s.st.writeW(ctx, fmt.Sprintf("add items once (operation %q)", opID), false, func(ctx context.Context, w *wconn, _ bool) error {
+		if err := s.st.historyWritableIn(w); err != nil {
+			return err
+		}
 		appended = false // a group that runs again decides again
 		if err := s.st.ensureOps(ctx, w); err != nil {
 			return err

@@ -203,6 +203,9 @@ func (s *Session) AddItems(ctx context.Context, items []session.Item) error {
 		return nil
 	}
 	return s.st.writeW(ctx, "add items", false, func(ctx context.Context, w *wconn, _ bool) error {
+		if err := s.st.historyWritableIn(w); err != nil {
+			return err
+		}
 		return s.insert(ctx, w, items)
 	})
 }
@@ -259,6 +262,9 @@ func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 		d    decoder
 	)
 	err := s.st.writeW(ctx, "pop item", true, func(ctx context.Context, w *wconn, redo bool) error {
+		if err := s.st.historyWritableIn(w); err != nil {
+			return err
+		}
 		item, ok, d = session.Item{}, false, decoder{newestFirst: true}
 		if redo {
 			var err error
@@ -345,6 +351,9 @@ func (s *Session) Clear(ctx context.Context) error {
 		return err
 	}
 	return s.st.writeW(ctx, "clear", false, func(ctx context.Context, w *wconn, _ bool) error {
+		if err := s.st.historyWritableIn(w); err != nil {
+			return err
+		}
 		return s.clear(ctx, w)
 	})
 }
@@ -369,6 +378,9 @@ func (s *Session) ReplaceItems(ctx context.Context, items []session.Item) error 
 		return err
 	}
 	return s.st.writeW(ctx, "replace items", false, func(ctx context.Context, w *wconn, _ bool) error {
+		if err := s.st.historyWritableIn(w); err != nil {
+			return err
+		}
 		if len(items) == 0 {
 			return s.clear(ctx, w)
 		}
@@ -405,6 +417,9 @@ func (s *Session) ReplaceItemsIf(ctx context.Context, version string, items []se
 		return err
 	}
 	return s.st.writeW(ctx, "replace items", false, func(ctx context.Context, w *wconn, _ bool) error {
+		if err := s.st.historyWritableIn(w); err != nil {
+			return err
+		}
 		stmt, err := w.stmt(ctx, s.st.q.version)
 		if err != nil {
 			return err

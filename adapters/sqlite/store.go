@@ -23,11 +23,17 @@ import (
 // share a database file.
 type Store struct {
 	advanced bool // an AdvancedSQLiteSession store: read-only history (advanced.go)
-	db       *sql.DB
-	owned    bool // Open opened db, so Close closes it
-	memory   bool // an in-memory database: its one connection is the database
-	opts     Options
-	q        *queries
+	// schemaSeen is the schema cookie (PRAGMA schema_version) a write
+	// transaction last read, -1 before the first; advancedSeen says
+	// whether the database was then an AdvancedSQLiteSession store
+	// (advancedNow).
+	schemaSeen   atomic.Int64
+	advancedSeen atomic.Bool
+	db           *sql.DB
+	owned        bool // Open opened db, so Close closes it
+	memory       bool // an in-memory database: its one connection is the database
+	opts         Options
+	q            *queries
 	// w is the group-commit writer every write goes through (writer.go).
 	w writerState
 	// syncPragma, for OpenDB with Options.Synchronous, is run on each
@@ -240,6 +246,7 @@ func OpenDB(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 
 func newStore(ctx context.Context, db *sql.DB, owned, memory bool, o Options, syncPragma string) (*Store, error) {
 	st := &Store{db: db, owned: owned, memory: memory, opts: o, q: newQueries(o), syncPragma: syncPragma}
+	st.schemaSeen.Store(-1)
 	if !o.ReadOnly {
 		// The writer keeps a connection of its own unless that would
 		// leave reads none: a private in-memory database has exactly one,

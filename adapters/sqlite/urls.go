@@ -147,7 +147,11 @@ func (s *urlStore) AppendRaw(ctx context.Context, id string, raw []byte) error {
 	if _, err := s.st.Session(id); err != nil {
 		return err
 	}
-	return s.st.write(ctx, "append raw", func(ctx context.Context, c *sql.Conn) error {
+	return s.st.writeW(ctx, "append raw", false, func(ctx context.Context, w *wconn, _ bool) error {
+		if err := s.st.historyWritableIn(w); err != nil {
+			return err
+		}
+		c := w.c
 		if _, err := c.ExecContext(ctx, s.st.q.upsertSession, id); err != nil {
 			return err
 		}

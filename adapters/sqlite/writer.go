@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"strconv"
@@ -89,6 +90,53 @@ var ErrReadOnly = errors.New("sqlite: store opened read-only")
 type wconn struct {
 	c     *sql.Conn
 	stmts map[string]*sql.Stmt
+	// advanced says that the open transaction found the database an
+	// AdvancedSQLiteSession store (Store.advancedNow): writes to the
+	// history refuse it (historyWritableIn).
+	advanced bool
+	// cookie reads PRAGMA schema_version on the driver's connection
+	// (schemaVersion), prepared once.
+	cookie     driver.Stmt
+	cookieDest [1]driver.Value
+}
+
+// schemaVersion returns the database's schema cookie (PRAGMA
+// schema_version), through a driver statement prepared once: a
+// database/sql query would cost the append path some 17 allocations.
+func (w *wconn) schemaVersion(ctx context.Context) (int64, error) {
+	var v int64
+	err := w.c.Raw(func(dc any) error {
+		if w.cookie == nil {
+			p, ok := dc.(driver.ConnPrepareContext)
+			if !ok {
+				return errors.New("the driver cannot prepare")
+			}
+			s, err := p.PrepareContext(ctx, "PRAGMA schema_version")
+			if err != nil {
+				return err
+			}
+			w.cookie = s
+		}
+		q, ok := w.cookie.(driver.StmtQueryContext)
+		if !ok {
+			return errors.New("the driver cannot query")
+		}
+		rows, err := q.QueryContext(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		if err := rows.Next(w.cookieDest[:]); err != nil {
+			return err
+		}
+		n, ok := w.cookieDest[0].(int64)
+		if !ok {
+			return fmt.Errorf("schema_version is a %T", w.cookieDest[0])
+		}
+		v = n
+		return nil
+	})
+	return v, err
 }
 
 // maxCachedInsert is the largest multi-row INSERT whose prepared
@@ -130,6 +178,9 @@ func (w *wconn) execOnce(ctx context.Context, query string, args ...any) error {
 func (w *wconn) close() {
 	for _, s := range w.stmts {
 		_ = s.Close()
+	}
+	if w.cookie != nil {
+		_ = w.c.Raw(func(any) error { return w.cookie.Close() })
 	}
 	_ = w.c.Close()
 }
@@ -530,6 +581,7 @@ func (st *Store) round(wc *wconn, reqs []*request) (again []*request) {
 	ctx := context.Background()
 	single := len(reqs) == 1
 	lost := false // no transaction to commit: SQLite rolled it back, or redo could not begin
+	wc.advanced = st.advancedNow(ctx, wc)
 	for _, r := range reqs {
 		r.ok, r.again, r.err, r.clean = false, false, nil, false
 		if lost {

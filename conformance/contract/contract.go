@@ -66,6 +66,7 @@ func Clauses() []suite.Clause {
 		capability("versioned-replace/beside-writers", session.CapVersionedReplace, clauseVersionedBesideWriters),
 		capability("follow/semantics", session.CapFollow, func(c *suite.C) { followSemantics(c, nil) }),
 		capability("follow/beside-writers", session.CapFollow, clauseFollowBesideWriters),
+		capability("follow/equal-rewrite", session.CapFollow, clauseFollowEqualRewrite),
 		capability("append-once/semantics", session.CapAppendOnce, clauseAppendOnceSemantics),
 		capability("append-once/concurrent", session.CapAppendOnce, clauseAppendOnceConcurrent),
 	}

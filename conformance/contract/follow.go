@@ -133,6 +133,36 @@ func followSemantics(c *suite.C, wrap func(session.Session) session.Session) {
 	f.read(s, next, nil, "the cursor returned for another session's cursor")
 }
 
+// clauseFollowEqualRewrite: a Follower's cursor is lost once the item it
+// names is gone, even if equal items, byte for byte, took its place (what
+// session.Follower promises and ReadSince's fallback cannot tell): a pop
+// of the last item read and an append of the same bytes, by another
+// handle; a clear and the same history again; a replace by the same
+// history.
+func clauseFollowEqualRewrite(c *suite.C) {
+	f := follower{c, nil}
+	id := c.ID("follow-equal")
+	s, p := c.Open(id), c.OpenPeer(id)
+	a := numbered("e", 3)
+	add(c, s, a)
+	c1 := f.read(s, "", a)
+	pop(c, p, a[2])
+	add(c, p, a[2:])
+	f.lost(s, c1, "a pop of the last item read, then an append of the same bytes")
+	c2 := f.read(s, "", a)
+	require.NoError(c, p.Clear(c.Context()))
+	add(c, p, a)
+	f.lost(s, c2, "a clear, then the same history again")
+	c3 := f.read(s, "", a)
+	pop(c, p, a[2])
+	pop(c, p, a[1])
+	add(c, p, a[1:])
+	f.lost(s, c3, "two pops, the last item read among them, then appends of the same bytes")
+	c4 := f.read(s, "", a)
+	require.NoError(c, session.Replace(c.Context(), p, a))
+	f.lost(s, c4, "a replace by the same history")
+}
+
 // Beside-writers shape: writers append this many batches of two while a
 // follower reads what is new, at least followPolls times.
 const (
