@@ -76,7 +76,7 @@ func TestURLOpener(t *testing.T) {
 
 	ids, err := st.(adapters.Lister).ListSessions(ctx)
 	require.NoError(t, err)
-	require.Equal(t, []string{"a"}, ids, "a session holding only checkpoints has no session document: not listed")
+	require.Equal(t, []string{"a", "checkpoints-only"}, ids, "a session holding only checkpoints is listed, from the checkpoints collection")
 	names, err := ms.st.client.Database(db).ListCollectionNames(ctx, bson.D{})
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{"my_sessions", "my_messages", "my_checkpoints", "my_operations"}, names, "the collection options are applied")
