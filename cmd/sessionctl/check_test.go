@@ -31,8 +31,8 @@ func TestCheckDefaultsToEmbeddedSQLite(t *testing.T) {
 	code, out, stderr := sessionctl(t, "check")
 	require.Equal(t, 0, code, stderr+out)
 	require.Contains(t, out, "checking the embedded SQLite default")
-	require.Regexp(t, `(?m)^contract +FULL +\d+ passed, 0 failed, \d+ skipped of 41$`, out)
-	require.Regexp(t, `(?m)^contract \(capabilities hidden\) +BASE +\d+ passed, 0 failed, \d+ skipped of 41`, out)
+	require.Regexp(t, `(?m)^contract +FULL +\d+ passed, 0 failed, \d+ skipped of 42$`, out)
+	require.Regexp(t, `(?m)^contract \(capabilities hidden\) +BASE +\d+ passed, 0 failed, \d+ skipped of 42`, out)
 	require.Regexp(t, `(?m)^held-write +FULL +144 passed, 0 failed, 0 skipped of 144$`, out)
 	require.Contains(t, out, "\nlevel FULL\n")
 	require.Regexp(t, `(?m)^  PASS  base        corrupt/isolated$`, out, "the CLI harness writes raw records on sqlite")
@@ -67,7 +67,7 @@ func TestCheckJSON(t *testing.T) {
 	require.Len(t, doc.Parts, 2, "contract and held-write")
 	require.Equal(t, conformance.PartContract, doc.Parts[0].Name)
 	require.Equal(t, 1, doc.Parts[0].Passed)
-	require.Equal(t, 41, doc.Parts[0].Total) // 33; 35 with the versioned-replace clauses; 36 with core/after-close; 41 with the follow and append-once clauses
+	require.Equal(t, 42, doc.Parts[0].Total) // 33; 35 with the versioned-replace clauses; 36 with core/after-close; 41 with the follow and append-once clauses; 42 with follow/equal-rewrite
 	require.Equal(t, conformance.PartHeldWrite, doc.Parts[1].Name)
 }
 
