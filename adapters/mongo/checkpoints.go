@@ -361,7 +361,7 @@ func (s *Session) commitCkpt(ctx context.Context, view *ckptView, name string, b
 	res, err := s.st.checkpoints.UpdateOne(cctx, append(mine, bson.E{Key: fCkptPending, Value: true}),
 		bson.D{{Key: "$unset", Value: bson.D{{Key: fCkptPending, Value: ""}, {Key: fCkptOwner, Value: ""}}}})
 	if err != nil {
-		return false, fmt.Errorf("commit version %d (it may or may not be committed): %w", next, err)
+		return false, fmt.Errorf("commit version %d: %w", next, committing(err))
 	}
 	if res.MatchedCount == 0 {
 		return false, nil // taken over as abandoned meanwhile (see pendingTimeout)

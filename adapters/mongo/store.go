@@ -398,16 +398,16 @@ func (st *Store) RemoveSession(ctx context.Context, id string) error {
 	}
 	filter := bson.D{{Key: fSessionID, Value: id}}
 	if _, err := st.checkpoints.DeleteMany(ctx, filter); err != nil {
-		return fmt.Errorf("mongo: remove session: %w", err)
+		return fmt.Errorf("mongo: remove session: %w", committing(err))
 	}
 	if _, err := st.operations.DeleteMany(ctx, filter); err != nil {
-		return fmt.Errorf("mongo: remove session: %w", err)
+		return fmt.Errorf("mongo: remove session: %w", committing(err))
 	}
 	if _, err := st.messages.DeleteMany(ctx, filter); err != nil {
-		return fmt.Errorf("mongo: remove session: %w", err)
+		return fmt.Errorf("mongo: remove session: %w", committing(err))
 	}
 	if _, err := st.sessions.DeleteMany(ctx, filter); err != nil {
-		return fmt.Errorf("mongo: remove session: %w", err)
+		return fmt.Errorf("mongo: remove session: %w", committing(err))
 	}
 	return nil
 }

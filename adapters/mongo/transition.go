@@ -220,7 +220,7 @@ func (s *Session) replaceOnce(ctx context.Context, items []session.Item, want *h
 		if lerr != nil {
 			// Still unknown: leave the batch; if the switch was lost, the
 			// next transition's garbage collection deletes it.
-			return false, fmt.Errorf("switch the generation: %w", err)
+			return false, fmt.Errorf("switch the generation: %w", committing(err))
 		}
 	}
 	if err != nil {

@@ -59,7 +59,8 @@ func (s *Session) Touch(ctx context.Context) error {
 	}
 	sd, now, err := s.sessionForWrite(ctx)
 	if err != nil {
-		return fmt.Errorf("mongo: touch: %w", err)
+		// The update that sets the expiry may have been applied.
+		return fmt.Errorf("mongo: touch: %w", committing(err))
 	}
 	if sd != nil {
 		s.afterWrite(ctx, sd, now)

@@ -219,7 +219,7 @@ func (s *urlStore) AppendRaw(ctx context.Context, id string, raw []byte) error {
 		d = append(d, bson.E{Key: fExpiresAt, Value: *exp})
 	}
 	if _, err := s.st.messages.InsertOne(ctx, d); err != nil {
-		return fmt.Errorf("mongo: append raw: %w", err)
+		return fmt.Errorf("mongo: append raw: %w", committing(err))
 	}
 	return nil
 }
@@ -265,7 +265,7 @@ func (s *urlStore) SetSessionTimes(ctx context.Context, id string, t adapters.Se
 		return nil
 	}
 	if _, err := s.st.sessions.UpdateOne(ctx, bson.D{{Key: fSessionID, Value: id}}, bson.D{{Key: "$set", Value: set}}); err != nil {
-		return fmt.Errorf("mongo: set session times: %w", err)
+		return fmt.Errorf("mongo: set session times: %w", committing(err))
 	}
 	return nil
 }

@@ -348,12 +348,12 @@ func (s *Session) DeleteCheckpoint(ctx context.Context, name string, version int
 	}
 	if version == session.AnyVersion {
 		_, err := s.st.pool.Exec(ctx, q.del, s.sid, storedID(name))
-		return s.st.wrap(ctx, op, err)
+		return s.st.wrap(ctx, op, sent(err))
 	}
 	if version > 0 {
 		tag, err := s.st.pool.Exec(ctx, q.delAt, s.sid, storedID(name), version)
 		if err != nil {
-			return s.st.wrap(ctx, op, err)
+			return s.st.wrap(ctx, op, sent(err))
 		}
 		if tag.RowsAffected() == 1 {
 			return nil

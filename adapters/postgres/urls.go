@@ -126,7 +126,7 @@ func (s *urlStore) SetSessionTimes(ctx context.Context, id string, t adapters.Se
 		created_at = COALESCE($2, created_at), updated_at = COALESCE($3, updated_at) WHERE session_id = $1`,
 		h.sid, nullTime(t.Created), nullTime(t.Updated))
 	if err != nil {
-		return fmt.Errorf("postgres: set session times: %w", err)
+		return fmt.Errorf("postgres: set session times: %w", sent(err))
 	}
 	return nil
 }
