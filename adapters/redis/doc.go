@@ -125,7 +125,7 @@
 // nothing written (with a TTL, an append's MULTI/EXEC still refreshes the
 // expiry of the session's keys), or (the metadata of a session whose list
 // exists, which an append does not touch) is left as it is. Write commands (RPUSHX, the
-// scripts, Clear's and RemoveSession's DEL) are sent with go-redis's
+// scripts, Clear's DEL and RemoveSession's MULTI/DEL/EXEC) are sent with go-redis's
 // NoRetry: go-redis otherwise resends a command after some network errors
 // even when the server may have run it, which would append a batch twice,
 // drop a popped item, or delete what other clients appended between the
@@ -209,9 +209,10 @@
 // everything as it was, byte for byte. The items pass through the
 // script's ARGV, so that an EVALSHA the server answers with NOSCRIPT has
 // pushed nothing and is sent again, once, with EVAL. Clear and a replace
-// with no items keep the checkpoint hash; RemoveSession (and sessionctl check's cleanup, through
-// the URL store) deletes it with the rest, and MovePrefix moves it with
-// the rest. ListSessions lists the sessions holding items: a session whose
+// with no items keep the checkpoint hash (and the pop records: see "Lost
+// replies"); RemoveSession (and sessionctl check's cleanup, through the
+// URL store) deletes them with the rest, and MovePrefix moves the
+// checkpoint hash with the rest. ListSessions lists the sessions holding items: a session whose
 // only key is its checkpoint hash is not listed (nor is one whose only key
 // is its metadata).
 //
@@ -306,10 +307,31 @@
 // pops nothing) and reports that nothing was removed;
 // PopItemWithToken(ctx, token) is a retry that returns the recorded item
 // instead of popping another. The records cost the popped item's bytes
-// for PopRecordTTL, are never read by the Python SDK, and are not the
-// session's: Clear and RemoveSession leave them to expire, ParseKey,
-// ListSessions and MovePrefix skip them, and the Python layout's key (like
-// the checkpoint hash's) is a key only of ids that layout refuses.
+// for PopRecordTTL, and are never read by the Python SDK. Each session
+// keeps an index of its records, a sorted set of their keys scored with
+// their expiry (by the server's clock, TIME):
+//
+//	<prefix>:{<escaped id>}:pops                          native layout, in the session's slot
+//	<prefix>:<id>:pops:messages:counter                   Python layout
+//
+// The script that writes a record (a pop, RecoverPop's "x") adds it to
+// the index, drops the entries already expired, and sets the index's
+// expiry to PopRecordTTL, so the index names at most the records of the
+// last PopRecordTTL and outlives each of them. RemoveSession reads the
+// index (under WATCH) and deletes the records it names, and the index, in
+// the DEL that deletes the session's other keys (MULTI/EXEC; again if a
+// pop changed the index meanwhile): a removed session leaves neither keys
+// nor the popped items' bytes behind, at a cost that follows its records,
+// never the keyspace (no SCAN). Clear and a replace with no items keep the
+// records and the index, so that a pop whose reply was lost before the
+// Clear can still be recovered; they expire after PopRecordTTL. The
+// Python SDK's clear_session deletes its three keys only: it too leaves
+// them (and the checkpoint hash) to expire. A RecoverPop after
+// RemoveSession writes its "x" record (and an index) again, which expire.
+// ParseKey, ListSessions and MovePrefix skip the records and the index
+// (MovePrefix leaves them under the old prefix to expire), and the Python
+// layout's keys (like the checkpoint hash's) are keys only of ids that
+// layout refuses.
 //
 // # Python layout (LayoutPython)
 //

@@ -40,6 +40,21 @@ const PopRecordTTL = 10 * time.Minute
 // "checkpoints"). The Python SDK never reads it, and it expires.
 const popRecordPart = ":pop:"
 
+// popIndexPart names a session's index of its pop records: a sorted set
+// of the record keys, each scored with its expiry (the server's clock,
+// Unix milliseconds), native <prefix>:{<escaped id>}:pops (in the
+// session's hash slot), Python <prefix>:<id>:pops:messages:counter (a key
+// only of ids the Python layout refuses, as popRecordPart's; no record or
+// checkpoint key is it: a token ends in a hex digit, "checkpoints" in
+// "ints"). Each script that writes a record adds it here, drops the
+// entries already expired (ZREMRANGEBYSCORE), and sets the index's expiry
+// to PopRecordTTL, so the index outlives every record it names and holds
+// at most the records of the last PopRecordTTL. RemoveSession deletes the
+// records it names, and it, with the session's other keys; Clear and
+// replaces keep both (a pop whose reply was lost before a Clear can still
+// be recovered), and they expire.
+const popIndexPart = ":pops"
+
 // ErrPopSettled reports a pop with a token RecoverPop already settled as
 // "popped nothing": the token pops nothing, ever. Pop with a new token.
 var ErrPopSettled = errors.New("redis: the pop token was settled by RecoverPop as having popped nothing; pop with a new token")
@@ -134,6 +149,12 @@ func (s *Session) newPopRecordKey() (key, token string) {
 	return key, key[at : at+popTokenLen]
 }
 
+// popIndexKey returns the key of the session's pop record index.
+func (s *Session) popIndexKey() string {
+	base, tail := s.popRecordParts()
+	return base + popIndexPart + tail
+}
+
 // popRecordParts returns what comes before popRecordPart and after the
 // token in the session's pop record keys.
 func (s *Session) popRecordParts() (base, tail string) {
@@ -143,12 +164,20 @@ func (s *Session) popRecordParts() (base, tail string) {
 	return s.keys[0][:len(s.keys[0])-len(itemsSuffix)], ""
 }
 
-// recoverPopSrc returns the pop record KEYS[1], or, when there is none,
-// stores the fence 'x' there for ARGV[1] milliseconds and returns nil.
+// recoverPopSrc returns the pop record KEYS[2], or, when there is none,
+// stores the fence 'x' there for ARGV[1] milliseconds, indexed in the
+// session's pop record index KEYS[1] (popIndexPart), and returns nil.
+// Its first write, the index's ZREMRANGEBYSCORE, fails on an index of
+// another type before anything is written; nothing after it can fail.
 const recoverPopSrc = `
-local r = redis.call('GET', KEYS[1])
+local r = redis.call('GET', KEYS[2])
 if r then return r end
-redis.call('SET', KEYS[1], 'x', 'PX', ARGV[1])
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. now)
+redis.call('SET', KEYS[2], 'x', 'PX', ARGV[1])
+redis.call('ZADD', KEYS[1], now + ARGV[1], KEYS[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
 return false
 `
 
@@ -199,7 +228,7 @@ func (s *Session) RecoverPop(ctx context.Context, token string) (session.Item, b
 	var res any
 	err = s.st.write(wctx, s.keys[0], func(p processor) (bool, error) {
 		var err error
-		res, err = s.st.runOn(wctx, p, recoverPopScript, []string{s.popRecordKey(token)}, popRecordMS).Result()
+		res, err = s.st.runOn(wctx, p, recoverPopScript, []string{s.pops, s.popRecordKey(token)}, popRecordMS).Result()
 		if errors.Is(err, goredis.Nil) {
 			res, err = nil, nil
 		}

@@ -17,7 +17,9 @@ import (
 // documentation), and in the native layout they share one hash tag, so
 // each script is single-slot in a cluster. Only the commit script writes
 // the checkpoint hash; the others only refresh its expiry, and the replace
-// that deletes the history leaves it alone, as Clear does.
+// that deletes the history leaves it alone, as Clear does. The pop
+// scripts take two keys more, last: the session's pop record index and
+// the call's pop record (see poprecord.go).
 //
 // They use redis.call, never pcall: an error aborts the script. Redis does
 // not roll back the writes a script made before an error, so each write
@@ -381,13 +383,18 @@ const popSrc = popTakeSrc + popDoneSrc
 // "Lost replies" in the package documentation), ARGV[2] its lifetime in
 // milliseconds: when the record exists, the token has popped already (or
 // RecoverPop settled it), and the script returns {0, record} having
-// changed nothing; a pop stores 'i' .. the item there. The record is
-// listed last so that the expiry loop, which refreshes every key, runs
-// before it is set with its own lifetime.
+// changed nothing; a pop stores 'i' .. the item there. The key before it
+// (KEYS[#KEYS - 1]) is the session's pop record index (popIndexPart),
+// where the pop indexes its record; ZCARD reads it before the first write
+// so that an index of another type fails the script with nothing
+// written. The record and the index are listed last so that the expiry
+// loop, which refreshes every key, runs before they are set with their
+// own lifetime.
 const (
 	popTakeSrc = readableSrc + `
 local rec = redis.call('GET', KEYS[#KEYS])
 if rec then return {0, rec} end
+redis.call('ZCARD', KEYS[#KEYS - 1])
 local pttl = redis.call('PTTL', KEYS[1])
 local v = redis.call('RPOP', KEYS[1])
 if not v then return false end
@@ -400,9 +407,22 @@ end
 	popDoneSrc = expireSrc + popRecordSrc + `
 return v
 `
-	// popRecordSrc records the item v popped under the call's token.
+	// popRecordSrc records the item v popped under the call's token and
+	// indexes the record (popIndexSrc).
 	popRecordSrc = `
 redis.call('SET', KEYS[#KEYS], 'i' .. v, 'PX', ARGV[2])
+` + popIndexSrc
+	// popIndexSrc adds the record KEYS[#KEYS] to the index KEYS[#KEYS -
+	// 1], scored with its expiry by the server's clock (TIME: Redis 7
+	// replicates a script's effects, not the script), drops the entries
+	// already expired, and sets the index's expiry to the record's
+	// lifetime, ARGV[2]: the index outlives every record it names.
+	popIndexSrc = `
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[#KEYS - 1], '-inf', '(' .. now)
+redis.call('ZADD', KEYS[#KEYS - 1], now + ARGV[2], KEYS[#KEYS])
+redis.call('PEXPIRE', KEYS[#KEYS - 1], ARGV[2])
 `
 )
 
@@ -412,19 +432,21 @@ redis.call('SET', KEYS[#KEYS], 'i' .. v, 'PX', ARGV[2])
 // pop and ARGV[4:] the unreadable records above it, oldest first. Those
 // are put back unchanged (with the list's expiry, should the list have
 // been emptied on the way), so only the item is removed, and recorded
-// under the token (the last key), as popSrc does. It returns 1 when it
-// popped, 0 (having changed nothing) when the records differ. PopItem sends it only when popSrc was
-// not sure of the newest record.
+// under the token (the last key) and indexed (the key before it), as
+// popSrc does. It returns 1 when it popped, 0 (having changed nothing)
+// when the records differ. PopItem sends it only when popSrc was not sure
+// of the newest record.
 const popIfSrc = popIfCheckSrc + popIfDoneSrc
 
 // popIfCheckSrc and popIfDoneSrc are popIfSrc before and after the check;
 // the native layout's pop records the pop between them (nativePopIfSrc).
 // ARGV[2] is the lifetime of the pop record (KEYS[#KEYS]), as in popSrc:
 // when the record exists, the script returns it (a bulk string) having
-// changed nothing.
+// changed nothing. KEYS[#KEYS - 1] is the pop record index, as in popSrc.
 const popIfCheckSrc = `
 local rec = redis.call('GET', KEYS[#KEYS])
 if rec then return rec end
+redis.call('ZCARD', KEYS[#KEYS - 1])
 local m = #ARGV - 2
 local cur = redis.call('LRANGE', KEYS[1], -m, -1)
 if #cur ~= m then return 0 end

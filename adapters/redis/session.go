@@ -24,6 +24,9 @@ type Session struct {
 	// all is keys and then the checkpoint hash: the KEYS of the scripts,
 	// and every key whose expiry a write refreshes.
 	all []string
+	// pops is the key of the session's pop record index (popIndexPart),
+	// which the pop scripts take before the pop record key.
+	pops string
 }
 
 var (
@@ -380,7 +383,7 @@ func (s *Session) popOnce(ctx context.Context, rk string) (session.Item, bool, e
 	}
 	wctx := context.WithoutCancel(ctx)
 	sc, keys := s.popScript()
-	keys = append(keys[:len(keys):len(keys)], rk)
+	keys = append(keys[:len(keys):len(keys)], s.pops, rk)
 	var res any
 	err := s.st.write(wctx, s.keys[0], func(p processor) (bool, error) {
 		var err error
@@ -492,7 +495,7 @@ func (s *Session) popIf(ctx context.Context, rk string, raws []string) (popped b
 	for _, r := range raws {
 		argv = append(argv, r)
 	}
-	keys := append(s.all[:len(s.all):len(s.all)], rk)
+	keys := append(s.all[:len(s.all):len(s.all)], s.pops, rk)
 	err = s.st.write(ctx, s.keys[0], func(p processor) (bool, error) {
 		sc := popIfScript
 		if s.st.opts.Layout == LayoutNative {
@@ -550,7 +553,11 @@ func (s *Session) popCandidate(ctx context.Context, minWindow int64) (it session
 }
 
 // Clear deletes every key of the session's history in one round trip (one
-// DEL). The checkpoint hash stays, with its expiry.
+// DEL). The checkpoint hash stays, with its expiry, and so do the pop
+// records and their index (see "Lost replies" in the package
+// documentation): a pop whose reply was lost before the Clear can still be
+// recovered, and they expire after PopRecordTTL. RemoveSession deletes
+// them all.
 func (s *Session) Clear(ctx context.Context) error {
 	if err := s.begin(ctx); err != nil {
 		return err

@@ -2,7 +2,9 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -92,23 +94,92 @@ func (st *Store) Session(id string) (*Session, error) {
 		ckey = nativeCheckpointKey(st.opts.KeyPrefix, id)
 	}
 	all := append(keys[:len(keys):len(keys)], ckey)
-	return &Session{st: st, id: id, keys: keys, all: all}, nil
+	s := &Session{st: st, id: id, keys: keys, all: all}
+	s.pops = s.popIndexKey()
+	return s, nil
 }
 
-// RemoveSession deletes every key of session id, its checkpoint hash
-// included, in one DEL: what Clear leaves (the checkpoints) goes too. It is
-// for sessions that must leave no trace, such as sessionctl check's probes.
-// A lost reply is an error wrapping session.ErrOutcomeUnknown (the DEL may
-// have run); calling again is safe.
+// RemoveSession deletes every key of session id, its checkpoint hash and
+// its pop records included, in one DEL: what Clear leaves (the
+// checkpoints, the pop records) goes too, and the items the records hold
+// with it. The records are read from the session's pop record index (see
+// "Lost replies" in the package documentation), at a cost that follows
+// the records of the last PopRecordTTL, never the keyspace: WATCH of the
+// index, ZRANGE, then MULTI, DEL of every key of the session and of every
+// record the index names, EXEC, on one connection to the session's
+// primary (three round trips), again when a pop changed the index in
+// between (EXEC then deleted nothing). Every key the DEL deletes is named
+// in it, in the session's hash slot in the native layout. It is for
+// sessions that must leave no trace, such as sessionctl check's probes.
+// An error before the EXEC was sent means nothing was deleted; a lost
+// reply of the EXEC is an error wrapping session.ErrOutcomeUnknown (the
+// DEL may have run); calling again is safe. A RecoverPop after it writes
+// a record again (the token is settled: it pops nothing), which expires
+// after PopRecordTTL.
 func (st *Store) RemoveSession(ctx context.Context, id string) error {
 	s, err := st.Session(id)
 	if err != nil {
 		return err
 	}
-	if err := sendOnce(context.WithoutCancel(ctx), st.client, delArgs(s.all)...).Err(); err != nil {
-		return fmt.Errorf("redis: remove session %q: %w", id, sent(err))
+	wctx := context.WithoutCancel(ctx)
+	// On a cluster, the session's primary: go-redis's ClusterClient.Watch
+	// would run it all again after a lost reply of the WATCH.
+	var w interface {
+		Watch(context.Context, func(*goredis.Tx) error, ...string) error
+	} = st.client
+	if cc, ok := st.client.(*goredis.ClusterClient); ok {
+		m, err := cc.MasterForKey(wctx, s.pops)
+		if err != nil {
+			return fmt.Errorf("redis: remove session %q: %w", id, err)
+		}
+		w = m
 	}
-	return nil
+	for range maxRemoveAttempts {
+		sentDel := false
+		err := w.Watch(wctx, func(tx *goredis.Tx) error {
+			recs, err := tx.ZRange(wctx, s.pops, 0, -1).Result()
+			if err != nil && !goredis.HasErrorPrefix(err, "WRONGTYPE") {
+				return err
+			}
+			del := goredis.NewIntCmd(wctx, delArgs(s.removeKeys(recs))...)
+			del.SetFirstKeyPos(1)
+			sentDel = true
+			_, err = tx.TxPipelined(wctx, func(p goredis.Pipeliner) error {
+				return p.Process(wctx, onceInt{del})
+			})
+			return err
+		}, s.pops)
+		switch {
+		case errors.Is(err, goredis.TxFailedErr):
+			continue // a pop changed the index: nothing was deleted
+		case err != nil && !sentDel: // WATCH or ZRANGE: nothing was written
+			return fmt.Errorf("redis: remove session %q: %w", id, err)
+		case err != nil:
+			return fmt.Errorf("redis: remove session %q: %w", id, sent(err))
+		}
+		return nil
+	}
+	return fmt.Errorf("redis: remove session %q: its pop record index changed %d times in a row", id, maxRemoveAttempts)
+}
+
+// maxRemoveAttempts bounds how often RemoveSession starts again when pops
+// change the session's pop record index between its read and its DEL.
+const maxRemoveAttempts = 100
+
+// removeKeys returns every key of the session, its pop record index
+// included, and the members of the index, recs, that are the session's
+// pop record keys (a member that is not one, which this package never
+// writes, is left alone).
+func (s *Session) removeKeys(recs []string) []string {
+	keys := append(s.all[:len(s.all):len(s.all)], s.pops)
+	base, tail := s.popRecordParts()
+	pre := base + popRecordPart
+	for _, k := range recs {
+		if len(k) == len(pre)+popTokenLen+len(tail) && strings.HasPrefix(k, pre) && strings.HasSuffix(k, tail) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 // Close makes every later call on the Store and its Sessions return

@@ -127,8 +127,8 @@ func (s *urlStore) ListSessions(ctx context.Context) ([]string, error) {
 	return s.st.listSessions(ctx)
 }
 
-// RemoveSession deletes every key of session id, its checkpoint hash
-// included (Store.RemoveSession): what Clear leaves goes too.
+// RemoveSession deletes every key of session id, its checkpoint hash and
+// pop records included (Store.RemoveSession): what Clear leaves goes too.
 func (s *urlStore) RemoveSession(ctx context.Context, id string) error {
 	return s.st.RemoveSession(ctx, id)
 }
@@ -139,7 +139,7 @@ func (s *urlStore) AppendRaw(ctx context.Context, id string, raw []byte) error {
 	if err != nil {
 		return err
 	}
-	return sendOnce(ctx, s.st.client, "rpush", h.keys[0], raw).Err()
+	return sent(sendOnce(ctx, s.st.client, "rpush", h.keys[0], raw).Err())
 }
 
 // listSessions reads the whole paged listing (list.go).
@@ -228,6 +228,7 @@ func (s *urlStore) SetSessionTimes(ctx context.Context, id string, t adapters.Se
 			updated = s.st.formatStamp(t.Updated)
 		}
 		n, err := s.st.run(ctx, setTimesScript, h.keys[:2], created, updated).Int64()
+		err = sent(err)
 		if err == nil && n == 0 {
 			err = errors.New("no such session")
 		}
@@ -250,7 +251,7 @@ func (s *urlStore) SetSessionTimes(ctx context.Context, id string, t adapters.Se
 		return fmt.Errorf("redis: set session times: %w", err)
 	}
 	if err := s.st.client.HSet(ctx, h.keys[1], fields...).Err(); err != nil {
-		return fmt.Errorf("redis: set session times: %w", err)
+		return fmt.Errorf("redis: set session times: %w", sent(err))
 	}
 	return nil
 }
