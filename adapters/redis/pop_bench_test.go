@@ -144,10 +144,10 @@ return v
 				{"evalsha-pttl-rpop", func() error { return ev(pttlPop, []string{k["evalsha-pttl-rpop"]}) }},
 				{"evalsha-rpop-check", func() error { return ev(rpopCheck, []string{k["evalsha-rpop-check"]}) }},
 				{"evalsha-pop-script", func() error {
-					return ev(popScript, append(popKeys[:1:1], popKeys[0]+":pop:"+NewPopToken()), int64(0), popRecordMS)
+					return ev(popScript, append(popKeys[:1:1], popKeys[0]+":pops", popKeys[0]+":pop:"+NewPopToken()), int64(0), popRecordMS)
 				}},
 				{"evalsha-native-pop-script", func() error {
-					return ev(nativePopScript, append(nativePopKeys[:2:2], nativePopKeys[0]+":pop:"+NewPopToken()), int64(0), popRecordMS)
+					return ev(nativePopScript, append(nativePopKeys[:2:2], nativePopKeys[0]+":pops", nativePopKeys[0]+":pop:"+NewPopToken()), int64(0), popRecordMS)
 				}},
 				{"popitem", func() error {
 					_, ok, err := s.PopItem(ctx)
@@ -216,7 +216,7 @@ func BenchmarkPopServerCPU(b *testing.B) {
 		return c.EvalSha(ctx, rpopOnly.sha, []string{rawKey}).Err()
 	}, func() { c.RPush(ctx, rawKey, args...) })
 	run("pop-script-unrecorded", "evalsha", func() error { // the pop script without the native layout's record of the pop (follow.go)
-		return c.EvalSha(ctx, popScript.sha, []string{rawKey, rawKey + ":pop:" + NewPopToken()}, 0, popRecordMS).Err()
+		return c.EvalSha(ctx, popScript.sha, []string{rawKey, rawKey + ":pops", rawKey + ":pop:" + NewPopToken()}, 0, popRecordMS).Err()
 	}, func() { c.RPush(ctx, rawKey, args...) })
 	run("popitem", "evalsha", func() error {
 		_, ok, err := s.PopItem(ctx)

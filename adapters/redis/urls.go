@@ -88,7 +88,7 @@ func (URLOpener) OpenStoreURL(ctx context.Context, u *url.URL, o adapters.Option
 	if err != nil {
 		return nil, err
 	}
-	base, err := adapters.NewStore(st.Session, st.Close)
+	base, err := adapters.NewStore(st.Handle, st.Close)
 	if err != nil {
 		_ = st.Close()
 		return nil, err

@@ -49,8 +49,15 @@ func checkURLStore(t *testing.T, dsn string) (adapters.Store, session.Session) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Clear(context.Background()) })
 	require.Equal(t, session.Probe(s), st.Declared(), "declared = probed")
-	require.Equal(t, session.Caps(session.CapLatest, session.CapReplace, session.CapTTL, session.CapCheckpoints, session.CapCheckpointCommit, session.CapVersionedReplace,
-		session.CapFollow, session.CapAppendOnce), st.Declared())
+	want := session.Caps(session.CapLatest, session.CapReplace, session.CapTTL, session.CapCheckpoints, session.CapCheckpointCommit, session.CapVersionedReplace,
+		session.CapFollow, session.CapAppendOnce)
+	if strings.Contains(dsn, "layout=python") {
+		// The Python layout cannot see a Python pop followed by an append
+		// of the same bytes: it is no Follower (Store.Handle).
+		want = session.Caps(session.CapLatest, session.CapReplace, session.CapTTL, session.CapCheckpoints, session.CapCheckpointCommit, session.CapVersionedReplace,
+			session.CapAppendOnce)
+	}
+	require.Equal(t, want, st.Declared())
 
 	require.NoError(t, s.AddItems(ctx, []session.Item{session.MustItem(`{"n":1}`)}))
 	raw, ok := st.(driver.RawAppender)
@@ -78,7 +85,10 @@ func TestURLOpenerStandalone(t *testing.T) {
 				"key_prefix": prefix, "layout": layout, "ttl": "1h", "refresh_on_read": "true",
 				"max_batch_bytes": "4096", "dial_timeout": "2s",
 			}))
-			rs := s.(*Session)
+			rs, ok := s.(*Session)
+			if !ok {
+				rs = s.(PythonSession).Session
+			}
 			require.True(t, strings.HasPrefix(rs.Keys()[0], prefix+":"), "key_prefix applied")
 			require.Equal(t, layout, rs.st.opts.Layout.String(), "layout applied")
 			require.Equal(t, "1h0m0s", rs.TTL().String(), "ttl applied")
