@@ -2,15 +2,10 @@ package postgres
 
 import (
 	"bytes"
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
-	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +13,7 @@ import (
 
 	"github.com/agentsessions/sessions/adapters"
 	"github.com/agentsessions/sessions/internal/testkit/faultproxy"
+	"github.com/agentsessions/sessions/internal/testkit/lostreply"
 	"github.com/agentsessions/sessions/session"
 )
 
@@ -31,27 +27,6 @@ import (
 // transaction has committed) and closes the connection instead of
 // forwarding it. The call must then return an error wrapping
 // session.ErrOutcomeUnknown, or have written nothing.
-
-// lostOutcome is what one call did under a lost reply.
-type lostOutcome int
-
-const (
-	tookUnknown lostOutcome = iota // took effect, ErrOutcomeUnknown: as promised
-	tookPlain                      // took effect, error without ErrOutcomeUnknown: the bug
-	tookNil                        // took effect, no error: the adapter recovered the outcome
-	notUnknown                     // did not happen, ErrOutcomeUnknown: allowed
-	notPlain                       // did not happen, plain error: allowed
-	notNil                         // did not happen, no error: wrong
-	notInjected                    // the proxy saw no matching request
-	nOutcomes
-)
-
-var lostOutcomeNames = [nOutcomes]string{"took+unknown", "took+PLAIN", "took+nil", "none+unknown", "none+plain", "none+nil", "not-injected"}
-
-// bad: took+nil is not (the adapter read the outcome back), and is noted.
-func (o lostOutcome) bad() bool {
-	return o == tookPlain || o == notNil || o == notInjected
-}
 
 // lostSnapshot is every row the Store holds for a session, read directly.
 type lostSnapshot string
@@ -103,143 +78,52 @@ type lostOp struct {
 	do    func(ctx context.Context, st *Store, id, version string) error
 }
 
-var (
-	lostBase  = []session.Item{session.MustItem(`{"n":1}`), session.MustItem(`{"n":2}`)}
-	lostBatch = []session.Item{session.MustItem(`{"new":1}`), session.MustItem(`{"new":2}`)}
-	lostOld   = time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
-)
+var lostOld = time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
 
-func lostSetupBase(t *testing.T, st *Store, id string) {
-	ctx := context.Background()
-	s, err := st.Session(id)
-	require.NoError(t, err)
-	require.NoError(t, s.AddItems(ctx, lostBase))
-	_, err = s.SaveCheckpoint(ctx, "c", []byte(`{"v":1}`), 0)
-	require.NoError(t, err)
-}
-
-// on runs f on the session id of st.
-func on(f func(ctx context.Context, s *Session, version string) error) func(context.Context, *Store, string, string) error {
-	return func(ctx context.Context, st *Store, id, version string) error {
+// lostSetup runs a lostreply setup on the session id of st.
+func lostSetup(setup func(context.Context, session.Session) error) func(*testing.T, *Store, string) {
+	return func(t *testing.T, st *Store, id string) {
 		s, err := st.Session(id)
-		if err != nil {
-			return err
-		}
-		return f(ctx, s, version)
+		require.NoError(t, err)
+		require.NoError(t, setup(context.Background(), s))
 	}
 }
 
-func pop(ctx context.Context, s *Session, _ string) error {
-	_, _, err := s.PopItem(ctx)
-	return err
-}
+// lostSetupBase gives the session id lostreply's base items and checkpoint.
+var lostSetupBase = lostSetup(lostreply.SetupBase)
 
-var lostOps = []lostOp{
-	{name: "AddItems", setup: lostSetupBase,
-		do: on(func(ctx context.Context, s *Session, _ string) error { return s.AddItems(ctx, lostBatch) })},
-	{name: "AddItems(new session)", setup: func(*testing.T, *Store, string) {},
-		do: on(func(ctx context.Context, s *Session, _ string) error { return s.AddItems(ctx, lostBatch) })},
-	{name: "AddItemsOnce", setup: lostSetupBase,
-		do: on(func(ctx context.Context, s *Session, _ string) error {
-			_, err := s.AddItemsOnce(ctx, "op-1", lostBatch)
-			return err
-		})},
-	{name: "PopItem", setup: lostSetupBase, do: on(pop)},
-	{name: "PopItem(slow path)", setup: func(t *testing.T, st *Store, id string) {
+// lostOps are lostreply's writes (the common ones, and three more this
+// adapter has), then the pop's slow path and the Store's own writes.
+var lostOps = append(lostWrites("SaveCheckpoint(AnyVersion)", "AppendWithCheckpoint", "DeleteCheckpoint(AnyVersion)"),
+	lostOp{name: "PopItem(slow path)", setup: func(t *testing.T, st *Store, id string) {
 		// A corrupt newest row sends the pop to its transaction, which
 		// deletes the newest valid item and ends with a COMMIT.
 		lostSetupBase(t, st, id)
 		require.NoError(t, st.AppendRaw(context.Background(), id, []byte(`not json`)))
-	}, do: on(pop)},
-	{name: "Clear", setup: lostSetupBase,
-		do: on(func(ctx context.Context, s *Session, _ string) error { return s.Clear(ctx) })},
-	{name: "ReplaceItems", setup: lostSetupBase,
-		do: on(func(ctx context.Context, s *Session, _ string) error { return s.ReplaceItems(ctx, lostBatch) })},
-	{name: "ReplaceItemsIf", setup: lostSetupBase,
-		do: on(func(ctx context.Context, s *Session, v string) error { return s.ReplaceItemsIf(ctx, v, lostBatch) })},
-	{name: "SaveCheckpoint", setup: lostSetupBase,
-		do: on(func(ctx context.Context, s *Session, _ string) error {
-			_, err := s.SaveCheckpoint(ctx, "c", []byte(`{"v":2}`), 1)
-			return err
-		})},
-	{name: "SaveCheckpoint(AnyVersion)", setup: lostSetupBase,
-		do: on(func(ctx context.Context, s *Session, _ string) error {
-			_, err := s.SaveCheckpoint(ctx, "c", []byte(`{"v":2}`), session.AnyVersion)
-			return err
-		})},
-	{name: "AppendWithCheckpoint", setup: lostSetupBase,
-		do: on(func(ctx context.Context, s *Session, _ string) error {
-			_, err := s.AppendWithCheckpoint(ctx, lostBatch, "c", []byte(`{"v":2}`), 1)
-			return err
-		})},
-	{name: "DeleteCheckpoint", setup: lostSetupBase,
-		do: on(func(ctx context.Context, s *Session, _ string) error { return s.DeleteCheckpoint(ctx, "c", 1) })},
-	{name: "DeleteCheckpoint(AnyVersion)", setup: lostSetupBase,
-		do: on(func(ctx context.Context, s *Session, _ string) error {
-			return s.DeleteCheckpoint(ctx, "c", session.AnyVersion)
-		})},
-	{name: "RemoveSession", setup: lostSetupBase,
+	}, do: lostreply.On((*Store).Session, lostreply.PopItem)},
+	lostOp{name: "RemoveSession", setup: lostSetupBase,
 		do: func(ctx context.Context, st *Store, id, _ string) error { return st.RemoveSession(ctx, id) }},
-	{name: "AppendRaw", setup: lostSetupBase,
+	lostOp{name: "AppendRaw", setup: lostSetupBase,
 		do: func(ctx context.Context, st *Store, id, _ string) error {
 			return st.AppendRaw(ctx, id, []byte(`{"raw":1}`))
 		}},
-	{name: "SetSessionTimes", setup: lostSetupBase,
+	lostOp{name: "SetSessionTimes", setup: lostSetupBase,
 		do: func(ctx context.Context, st *Store, id, _ string) error {
 			var ts adapters.Timestamps = &urlStore{st: st}
 			return ts.SetSessionTimes(ctx, id, adapters.SessionTimes{Created: lostOld})
 		}},
+)
+
+// lostWrites are lostreply.Writes(extra...) as lostOps.
+func lostWrites(extra ...string) (ops []lostOp) {
+	for _, w := range lostreply.Writes(extra...) {
+		ops = append(ops, lostOp{name: w.Name, setup: lostSetup(w.Setup), do: lostreply.On((*Store).Session, w.Do)})
+	}
+	return ops
 }
 
 // lostReps is how often each write loses its commit's reply.
 const lostReps = 3
-
-// lostTable collects the outcomes, for the log (and docs/reliability.md).
-type lostTable struct {
-	mu     sync.Mutex
-	rows   map[string]*[nOutcomes]int
-	commit map[string]string // the commit request found by the dry run
-}
-
-func (lt *lostTable) add(key string, o lostOutcome) {
-	lt.mu.Lock()
-	defer lt.mu.Unlock()
-	if lt.rows[key] == nil {
-		lt.rows[key] = new([nOutcomes]int)
-	}
-	lt.rows[key][o]++
-}
-
-func (lt *lostTable) String() string {
-	lt.mu.Lock()
-	defer lt.mu.Unlock()
-	keys := make([]string, 0, len(lt.rows))
-	for k := range lt.rows {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	b.WriteString("| operation | commit |")
-	for _, n := range lostOutcomeNames {
-		b.WriteString(" " + n + " |")
-	}
-	b.WriteString("\n|---|---|" + strings.Repeat("---|", int(nOutcomes)) + "\n")
-	var total [nOutcomes]int
-	for _, k := range keys {
-		b.WriteString("| " + k + " | " + lt.commit[k] + " |")
-		for i, n := range lt.rows[k] {
-			total[i] += n
-			fmt.Fprintf(&b, " %d |", n)
-		}
-		b.WriteString("\n")
-	}
-	b.WriteString("| all | |")
-	for _, n := range total {
-		fmt.Fprintf(&b, " %d |", n)
-	}
-	b.WriteString("\n")
-	return b.String()
-}
 
 // sessionRequest reports whether a request belongs to the session sid:
 // it names it (a Bind carries the arguments), or it is a COMMIT sent as a
@@ -253,44 +137,16 @@ func sessionRequest(sid string) func([]byte) bool {
 	}
 }
 
-// findCommit runs op once without a fault and returns the ordinal of the
-// session's request after whose reply its rows first differ (read in the
-// proxy's goroutine as each next request arrives, and after the call),
-// and how many requests it sent.
+// findCommit runs op once without a fault (lostreply.FindCommit) and
+// returns the ordinal of the session's request after whose reply its
+// rows first differ, and how many requests it sent.
 func findCommit(t *testing.T, p *faultproxy.Proxy, direct, proxied *Store, op lostOp, id string) (int, int) {
 	t.Helper()
-	ctx := context.Background()
 	op.setup(t, direct, id)
 	version := historyVersion(t, direct, id)
-	initial := snapshot(t, direct, id)
-	own := sessionRequest(storedID(id))
-	var mu sync.Mutex
-	var states []lostSnapshot // states[i]: before request i+1 was forwarded
-	var dumpErr error
-	p.Set(faultproxy.LoseReply, func(req []byte) bool {
-		if own(req) {
-			s, err := dump(direct, id)
-			mu.Lock()
-			states = append(states, s)
-			dumpErr = cmp.Or(dumpErr, err)
-			mu.Unlock()
-		}
-		return false // count, never inject
-	})
-	err := op.do(ctx, proxied, id, version)
-	p.Set(faultproxy.None, nil)
-	require.NoError(t, err, "dry run of %s", op.name)
-	mu.Lock()
-	defer mu.Unlock()
-	require.NoError(t, dumpErr)
-	states = append(states, snapshot(t, direct, id))
-	for i := 1; i < len(states); i++ {
-		if states[i] != initial {
-			return i, len(states) - 1
-		}
-	}
-	t.Fatalf("%s changed nothing", op.name)
-	return 0, 0
+	return lostreply.FindCommit(t, p, op.name, sessionRequest(storedID(id)),
+		func() (lostSnapshot, error) { return dump(direct, id) },
+		func() error { return op.do(context.Background(), proxied, id, version) })
 }
 
 func historyVersion(t *testing.T, st *Store, id string) string {
@@ -308,7 +164,7 @@ func historyVersion(t *testing.T, st *Store, id string) string {
 // layout (the Python SDK's SQLAlchemySession tables, whatever their
 // names); the pop's two paths are both run.
 func TestLostReplyOutcome(t *testing.T) {
-	table := &lostTable{rows: map[string]*[nOutcomes]int{}, commit: map[string]string{}}
+	table := lostreply.NewTable("operation").WithCommit()
 	t.Cleanup(func() { t.Logf("lost replies (postgres):\n%s", table) })
 	ctx := context.Background()
 	direct := openStore(t, Options{})
@@ -329,49 +185,21 @@ func TestLostReplyOutcome(t *testing.T) {
 		t.Run(strings.ReplaceAll(op.name, " ", "_"), func(t *testing.T) {
 			slug := strings.NewReplacer(" ", "", "(", "", ")", "").Replace(op.name)
 			commit, total := findCommit(t, p, direct, proxied, op, "lost-dry-"+slug)
-			table.mu.Lock()
-			table.commit[op.name] = fmt.Sprintf("%d of %d", commit, total)
-			table.mu.Unlock()
+			table.SetCommit(op.name, fmt.Sprintf("%d of %d", commit, total))
 			for rep := range lostReps {
 				id := fmt.Sprintf("lost-%s-%d", slug, rep)
 				op.setup(t, direct, id)
 				version := historyVersion(t, direct, id)
 				before := snapshot(t, direct, id)
-				own := sessionRequest(storedID(id))
-				var seen atomic.Int32
-				n0 := p.Injected.Load()
-				p.Once(faultproxy.LoseReply, func(req []byte) bool {
-					return own(req) && seen.Add(1) == int32(commit)
-				})
-				callErr := op.do(ctx, proxied, id, version)
-				p.Set(faultproxy.None, nil)
-				injected := p.Injected.Load() - n0
-				after := snapshot(t, direct, id)
-				took := before != after
-				unknown := errors.Is(callErr, session.ErrOutcomeUnknown)
-				var o lostOutcome
+				injected, callErr := lostreply.LoseNth(p, sessionRequest(storedID(id)), commit,
+					func() error { return op.do(ctx, proxied, id, version) })
+				o := lostreply.Classify(before != snapshot(t, direct, id), injected == 1, callErr)
+				table.Add(op.name, o)
 				switch {
-				case injected != 1:
-					o = notInjected
-				case took && callErr == nil:
-					o = tookNil
-				case took && unknown:
-					o = tookUnknown
-				case took:
-					o = tookPlain
-				case callErr == nil:
-					o = notNil
-				case unknown:
-					o = notUnknown
-				default:
-					o = notPlain
-				}
-				table.add(op.name, o)
-				switch {
-				case o.bad():
+				case o.Bad():
 					t.Errorf("%s (rep %d, commit = request %d of %d): %s (faults injected: %d), error: %v",
-						op.name, rep, commit, total, lostOutcomeNames[o], injected, callErr)
-				case o == tookNil:
+						op.name, rep, commit, total, o, injected, callErr)
+				case o == lostreply.TookNil: // the adapter read the outcome back
 					t.Logf("%s (rep %d): took effect and reported no error: the outcome was recovered", op.name, rep)
 				}
 			}

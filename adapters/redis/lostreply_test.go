@@ -9,9 +9,7 @@ import (
 	"net"
 	"net/url"
 	"slices"
-	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentsessions/sessions/internal/testkit/faultproxy"
+	"github.com/agentsessions/sessions/internal/testkit/lostreply"
 	"github.com/agentsessions/sessions/internal/testkit/testservers"
 	"github.com/agentsessions/sessions/session"
 )
@@ -33,26 +32,6 @@ import (
 // then return an error wrapping session.ErrOutcomeUnknown, or have
 // written nothing: a plain error means "nothing was written", and a
 // caller that retries on it duplicates an append or pops a second item.
-
-// lostOutcome is what one call did under a lost reply.
-type lostOutcome int
-
-const (
-	tookUnknown lostOutcome = iota // took effect, ErrOutcomeUnknown: as promised
-	tookPlain                      // took effect, error without ErrOutcomeUnknown: the bug
-	tookNil                        // took effect, no error (the reply was lost: impossible)
-	notUnknown                     // did not happen, ErrOutcomeUnknown: allowed
-	notPlain                       // did not happen, plain error: allowed
-	notNil                         // did not happen, no error: wrong
-	notInjected                    // the proxy saw no matching request
-	nOutcomes
-)
-
-var lostOutcomeNames = [nOutcomes]string{"took+unknown", "took+PLAIN", "took+nil", "none+unknown", "none+plain", "none+nil", "not-injected"}
-
-func (o lostOutcome) bad() bool {
-	return o == tookPlain || o == tookNil || o == notNil || o == notInjected
-}
 
 // lostDeployment is a deployment with a proxy in front of each data
 // server: proxied goes through them, direct does not (it reads what the
@@ -334,58 +313,12 @@ var lostRed = flag.Bool("lostreply.countonly", false, "TestLostReplyOutcome: cou
 // lostReps is how often each write runs per deployment and layout.
 const lostReps = 3
 
-// lostTable collects the outcomes, for the log (and docs/reliability.md).
-type lostTable struct {
-	mu   sync.Mutex
-	rows map[string]*[nOutcomes]int // "deployment|layout|op"
-}
-
-func (lt *lostTable) add(key string, o lostOutcome) {
-	lt.mu.Lock()
-	defer lt.mu.Unlock()
-	if lt.rows[key] == nil {
-		lt.rows[key] = new([nOutcomes]int)
-	}
-	lt.rows[key][o]++
-}
-
-func (lt *lostTable) String() string {
-	lt.mu.Lock()
-	defer lt.mu.Unlock()
-	keys := make([]string, 0, len(lt.rows))
-	for k := range lt.rows {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	b.WriteString("| deployment | layout | operation |")
-	for _, n := range lostOutcomeNames {
-		b.WriteString(" " + n + " |")
-	}
-	b.WriteString("\n|---|---|---|" + strings.Repeat("---|", int(nOutcomes)) + "\n")
-	var total [nOutcomes]int
-	for _, k := range keys {
-		b.WriteString("| " + strings.ReplaceAll(k, "|", " | ") + " |")
-		for i, n := range lt.rows[k] {
-			total[i] += n
-			fmt.Fprintf(&b, " %d |", n)
-		}
-		b.WriteString("\n")
-	}
-	b.WriteString("| all | | |")
-	for _, n := range total {
-		fmt.Fprintf(&b, " %d |", n)
-	}
-	b.WriteString("\n")
-	return b.String()
-}
-
 // TestLostReplyOutcome loses the reply of every write, lostReps times, on
 // every deployment the suite can start (standalone, sentinel, cluster)
 // and both layouts (the Python layout is refused on a cluster), and
 // fails on any write that took effect and reported a plain error.
 func TestLostReplyOutcome(t *testing.T) {
-	table := &lostTable{rows: map[string]*[nOutcomes]int{}}
+	table := lostreply.NewTable("deployment", "layout", "operation")
 	t.Cleanup(func() { t.Logf("lost replies:\n%s", table) })
 	for _, dep := range []string{"standalone", "sentinel", "cluster"} {
 		t.Run(dep, func(t *testing.T) {
@@ -406,7 +339,7 @@ func TestLostReplyOutcome(t *testing.T) {
 	}
 }
 
-func runLostReplies(t *testing.T, d *lostDeployment, layout Layout, lname string, table *lostTable) {
+func runLostReplies(t *testing.T, d *lostDeployment, layout Layout, lname string, table *lostreply.Table) {
 	ctx := context.Background()
 	opts := Options{KeyPrefix: uniquePrefix(t), Layout: layout}
 	ttlOpts := opts
@@ -448,32 +381,15 @@ func runLostReplies(t *testing.T, d *lostDeployment, layout Layout, lname string
 				callErr := op.do(ctx, st, s, version)
 				injected := d.disarm() - n0
 				after := snapshot(t, d.direct, ds)
-				took := !before.equal(after)
-				unknown := errors.Is(callErr, session.ErrOutcomeUnknown)
-				var o lostOutcome
-				switch {
-				case injected != 1:
-					o = notInjected
-				case took && callErr == nil:
-					o = tookNil
-				case took && unknown:
-					o = tookUnknown
-				case took:
-					o = tookPlain
-				case callErr == nil:
-					o = notNil
-				case unknown:
-					o = notUnknown
-				default:
-					o = notPlain
-				}
-				table.add(d.name+"|"+lname+"|"+op.name, o)
-				if o == tookUnknown && op.check != nil && !*lostRed {
+				o := lostreply.Classify(!before.equal(after), injected == 1, callErr)
+				table.Add(d.name+"|"+lname+"|"+op.name, o)
+				if o == lostreply.TookUnknown && op.check != nil && !*lostRed {
 					op.check(t, s, before, callErr)
 				}
-				if o.bad() {
+				// A write whose reply is lost cannot report success here.
+				if o.Bad() || o == lostreply.TookNil {
 					t.Errorf("%s, %s layout, %s (rep %d): %s (faults injected: %d), error: %v",
-						d.name, lname, op.name, rep, lostOutcomeNames[o], injected, callErr)
+						d.name, lname, op.name, rep, o, injected, callErr)
 				}
 				_ = direct.RemoveSession(ctx, id)
 			}
