@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -13,14 +14,25 @@ import (
 
 	"github.com/agentsessions/sessions/adapters"
 	"github.com/agentsessions/sessions/internal/testkit/storetest"
+	"github.com/agentsessions/sessions/internal/testkit/testservers"
 	"github.com/agentsessions/sessions/session"
 )
 
-// hostileIDBackends are every backend of pageBackends. The Mongo-wire
-// server on its PostgreSQL backend (testservers.FerretDBPostgres), whose
-// jsonb holds no NUL and whose index entries hold some 2.7 kB, still
-// answers such ids with an untyped server error (issue 36 item 3, open).
-func hostileIDBackends() []storetest.Backend { return pageBackends() }
+// hostileIDBackends are every backend of pageBackends, and the Mongo
+// adapter on FerretDB's PostgreSQL backend (testservers.FerretDBPostgres),
+// whose jsonb holds no NUL and whose index entries hold some 2.7 kB: the
+// adapter turns the server's refusal of such an id into an error wrapping
+// session.ErrInvalidSessionID.
+func hostileIDBackends() []storetest.Backend {
+	return append(pageBackends(), storetest.Backend{Name: "mongo-ferretdb-postgresql", URL: func(t testing.TB) string {
+		u, err := url.Parse(testservers.FerretDBPostgres(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.Path = "/" + storetest.Unique("st")
+		return u.String()
+	}})
+}
 
 // TestHostileIDsAreStoredOrTyped (issue 36 item 3): on every backend, a
 // 1 MiB id (compressible or not) and ids holding NUL are either stored

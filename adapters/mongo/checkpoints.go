@@ -153,7 +153,8 @@ func (v *ckptView) current(ctx context.Context, d *ckptDoc) (*ckptDoc, error) {
 // has passed and the session document must say whether the session's
 // writes kept it alive. It returns an error wrapping
 // session.ErrNoCheckpoint when there is none.
-func (s *Session) LoadCheckpoint(ctx context.Context, name string) ([]byte, int64, error) {
+func (s *Session) LoadCheckpoint(ctx context.Context, name string) (_ []byte, _ int64, err error) {
+	defer refusedID(&err, s.id, name)
 	if err := s.check(ctx); err != nil {
 		return nil, 0, err
 	}
@@ -192,7 +193,8 @@ func (s *Session) LoadCheckpoint(ctx context.Context, name string) ([]byte, int6
 // finds the newer one, deletes itself and conflicts), and the deletion of
 // the older versions. With a TTL the session's expiry is then restarted,
 // as Touch does (one or two more).
-func (s *Session) SaveCheckpoint(ctx context.Context, name string, doc []byte, version int64) (int64, error) {
+func (s *Session) SaveCheckpoint(ctx context.Context, name string, doc []byte, version int64) (_ int64, err error) {
+	defer refusedID(&err, s.id, name)
 	if err := s.check(ctx); err != nil {
 		return 0, err
 	}
@@ -232,21 +234,23 @@ func (s *Session) SaveCheckpoint(ctx context.Context, name string, doc []byte, v
 // is not there succeeds for version 0 and AnyVersion, writing nothing. A
 // delete is a save of a tombstone, with the same round trips (no expiry is
 // restarted).
-func (s *Session) DeleteCheckpoint(ctx context.Context, name string, version int64) error {
+func (s *Session) DeleteCheckpoint(ctx context.Context, name string, version int64) (err error) {
+	defer refusedID(&err, s.id, name)
 	if err := s.check(ctx); err != nil {
 		return err
 	}
 	if err := validCheckpointName(name); err != nil {
 		return err
 	}
-	_, err := s.writeCkpt(ctx, "delete", name, nil, version)
+	_, err = s.writeCkpt(ctx, "delete", name, nil, version)
 	return err
 }
 
 // ListCheckpoints returns the names of the session's checkpoints, sorted:
 // one round trip (every version document of the session, without their
 // documents), two when a checkpoint's own expiry has passed.
-func (s *Session) ListCheckpoints(ctx context.Context) ([]string, error) {
+func (s *Session) ListCheckpoints(ctx context.Context) (_ []string, err error) {
+	defer refusedID(&err, s.id, "")
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}

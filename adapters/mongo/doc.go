@@ -73,7 +73,16 @@
 // Session ids are strings, and BSON strings are UTF-8: an id that is not
 // valid UTF-8 is refused with an error wrapping session.ErrInvalidSessionID
 // (the driver would store it altered, so that "\xff\xfe" and "\xfe\xff"
-// would share one session).
+// would share one session). MongoDB stores any other id, NUL and a
+// megabyte included. A server that cannot store one answers with an
+// error: FerretDB on PostgreSQL refuses an id or checkpoint name holding
+// NUL (its jsonb has no \u0000, so even a read of such a session fails)
+// and an index entry over some 2.7 kB after compression; such a refusal
+// is returned wrapping session.ErrInvalidSessionID, and nothing was
+// written. Only a server's error reply naming that refusal, for an id (or
+// id and checkpoint name) that holds NUL or is at least 2 kB long, is so
+// classified: a network error stays what it is (a lost commit reply
+// session.ErrOutcomeUnknown).
 //
 // Legacy documents written by older Python releases, one item per document
 // (message_data a single string, no generation field, int32 seq), belong to

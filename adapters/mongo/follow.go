@@ -227,7 +227,8 @@ func (p docPos) idValue() bson.RawValue {
 // session.ErrInvalidCursor for a cursor no handle on this session
 // returned. Unreadable records are skipped and reported once. See
 // "Following" in follow.go.
-func (s *Session) ItemsSince(ctx context.Context, cursor session.Cursor) ([]session.Item, session.Cursor, error) {
+func (s *Session) ItemsSince(ctx context.Context, cursor session.Cursor) (_ []session.Item, _ session.Cursor, err error) {
+	defer refusedID(&err, s.id, "")
 	c, zero, err := parseFollowCursor(s.id, cursor)
 	if err != nil {
 		return nil, cursor, err

@@ -2,7 +2,10 @@ package mongo
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sort"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	mongodrv "go.mongodb.org/mongo-driver/v2/mongo"
@@ -123,4 +126,47 @@ func mergeIDs(a, b []string) []string {
 	}
 	out = append(out, a[i:]...)
 	return append(out, b[j:]...)
+}
+
+// distinctIDs returns the distinct string session_id values of the
+// documents of coll that match filter, sorted: one distinct command. The
+// driver adds maxTimeMS to it when ctx has a deadline, which FerretDB v1
+// refuses for distinct (FailedToParse, "unknown field maxTimeMS"): the ids
+// are then read with a find (which it accepts), every matching document's
+// session_id. The command's error is checked before decoding, since the
+// driver's DistinctResult.Decode does not return it (it reports an empty
+// reply instead).
+func distinctIDs(ctx context.Context, coll *mongodrv.Collection, filter bson.D) ([]string, error) {
+	res := coll.Distinct(ctx, fSessionID, filter)
+	err := res.Err()
+	if err == nil {
+		var ids []string
+		if err := res.Decode(&ids); err != nil {
+			return nil, err
+		}
+		sort.Strings(ids)
+		return ids, nil
+	}
+	var ce mongodrv.CommandError
+	if !errors.As(err, &ce) || ce.Code != 9 || !strings.Contains(ce.Message, "maxTimeMS") {
+		return nil, err
+	}
+	cur, err := coll.Find(ctx, filter, options.Find().SetProjection(bson.D{{Key: "_id", Value: 0}, {Key: fSessionID, Value: 1}}))
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = cur.Close(context.WithoutCancel(ctx)) }()
+	seen := map[string]bool{}
+	ids := []string{}
+	for cur.Next(ctx) {
+		if v, ok := cur.Current.Lookup(fSessionID).StringValueOK(); ok && !seen[v] {
+			seen[v] = true
+			ids = append(ids, v)
+		}
+	}
+	if err := cur.Err(); err != nil {
+		return nil, err
+	}
+	sort.Strings(ids)
+	return ids, nil
 }

@@ -216,7 +216,8 @@ func (s *Session) discard(ctx context.Context, id bson.ObjectID) {
 // session.ErrInvalidOperationID. A commit whose outcome is unknown
 // (session.ErrOutcomeUnknown) may have recorded the id: calling again
 // with it tells.
-func (s *Session) AddItemsOnce(ctx context.Context, opID string, items []session.Item) (bool, error) {
+func (s *Session) AddItemsOnce(ctx context.Context, opID string, items []session.Item) (_ bool, err error) {
+	defer refusedID(&err, s.id, "")
 	if opID == "" {
 		return false, session.ErrInvalidOperationID
 	}

@@ -36,7 +36,8 @@ import (
 // per-item document (its message_data a string) is deleted whole, since it
 // holds one item. It returns ok == false and no error when the session
 // holds no readable item.
-func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
+func (s *Session) PopItem(ctx context.Context) (_ session.Item, _ bool, err error) {
+	defer refusedID(&err, s.id, "")
 	if err := s.check(ctx); err != nil {
 		return session.Item{}, false, err
 	}

@@ -26,7 +26,8 @@ const maxUnsettled = 10
 var errUnsettled = errors.New("mongo: the session's generation kept changing during the read (concurrent clears or replaces)")
 
 // Items returns the whole history, oldest first.
-func (s *Session) Items(ctx context.Context) ([]session.Item, error) {
+func (s *Session) Items(ctx context.Context) (_ []session.Item, err error) {
+	defer refusedID(&err, s.id, "")
 	items, err := s.read(ctx, -1)
 	if err != nil {
 		return nil, fmt.Errorf("mongo: items: %w", err)
@@ -41,7 +42,8 @@ func (s *Session) Items(ctx context.Context) ([]session.Item, error) {
 // It costs one round trip for typical batch sizes: the session document
 // and the newest message documents are read by two commands in flight at
 // once (see the package documentation).
-func (s *Session) LatestItems(ctx context.Context, n int) ([]session.Item, error) {
+func (s *Session) LatestItems(ctx context.Context, n int) (_ []session.Item, err error) {
+	defer refusedID(&err, s.id, "")
 	if n < 0 {
 		return nil, fmt.Errorf("mongo: latest items: %w: %d", session.ErrInvalidLimit, n)
 	}

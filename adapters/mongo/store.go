@@ -392,7 +392,8 @@ func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 // such as sessionctl check's probes. Nobody may write the session
 // meanwhile: a write between the deletes could leave documents behind a
 // new session document.
-func (st *Store) RemoveSession(ctx context.Context, id string) error {
+func (st *Store) RemoveSession(ctx context.Context, id string) (err error) {
+	defer refusedID(&err, id, "")
 	if err := driver.ValidateID(id); err != nil {
 		return err
 	}

@@ -216,8 +216,8 @@ func (st *Store) summarizeOne(ctx context.Context, id string, sum *adapters.Sess
 // checkpoint documents (one distinct finds them), as ListCheckpoints and
 // LoadCheckpoint give them.
 func (st *Store) summarizeCheckpoints(ctx context.Context, ids []string, out []adapters.SessionSummary, at map[string]int) error {
-	var with []string
-	if err := st.checkpoints.Distinct(ctx, fSessionID, bson.D{{Key: fSessionID, Value: bson.D{{Key: "$in", Value: ids}}}}).Decode(&with); err != nil {
+	with, err := distinctIDs(ctx, st.checkpoints, bson.D{{Key: fSessionID, Value: bson.D{{Key: "$in", Value: ids}}}})
+	if err != nil {
 		return fmt.Errorf("list checkpoints: %w", err)
 	}
 	for _, id := range with {

@@ -40,7 +40,8 @@ const maxReplaceAttempts = 5
 // restart), as every write that refreshes the expiry does: refreshing it
 // without ending the expiry would bring back the checkpoints the expiry
 // took, which the session's live expiry keeps alive.
-func (s *Session) Clear(ctx context.Context) error {
+func (s *Session) Clear(ctx context.Context) (err error) {
+	defer refusedID(&err, s.id, "")
 	if err := s.check(ctx); err != nil {
 		return err
 	}
@@ -123,7 +124,8 @@ func (s *Session) clearOnce(ctx context.Context, want *historyVersion) (done boo
 // maxReplaceAttempts losses it fails and changes nothing. Five round trips
 // when it wins at once (reserve, insert, switch, marker, garbage
 // collection). Replacing with no items is Clear.
-func (s *Session) ReplaceItems(ctx context.Context, items []session.Item) error {
+func (s *Session) ReplaceItems(ctx context.Context, items []session.Item) (err error) {
+	defer refusedID(&err, s.id, "")
 	if err := driver.ValidateBatch(items); err != nil {
 		return err
 	}

@@ -25,7 +25,8 @@ func (s *Session) TTL() time.Duration { return s.st.opts.TTL }
 // it has no data or no expiry. One round trip; when the session document
 // is missing or expired, one more for the checkpoints, whose own expiry
 // then says (a session holding only checkpoints expires with them).
-func (s *Session) ExpiresIn(ctx context.Context) (time.Duration, bool, error) {
+func (s *Session) ExpiresIn(ctx context.Context) (_ time.Duration, _ bool, err error) {
+	defer refusedID(&err, s.id, "")
 	if err := s.check(ctx); err != nil {
 		return 0, false, err
 	}
@@ -50,7 +51,8 @@ func (s *Session) ExpiresIn(ctx context.Context) (time.Duration, bool, error) {
 // Touch restarts the session's expiry clock, if it has data that has not
 // expired. Without a TTL it does nothing. One round trip (two when the
 // message documents' purge time must move too).
-func (s *Session) Touch(ctx context.Context) error {
+func (s *Session) Touch(ctx context.Context) (err error) {
+	defer refusedID(&err, s.id, "")
 	if err := s.check(ctx); err != nil {
 		return err
 	}

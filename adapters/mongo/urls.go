@@ -180,22 +180,22 @@ func (s *urlStore) ListSessions(ctx context.Context) ([]string, error) {
 	if s.st.closed.Load() {
 		return nil, session.ErrClosed
 	}
-	var ids, ckpts []string
-	if err := s.st.sessions.Distinct(ctx, fSessionID, bson.D{}).Decode(&ids); err != nil {
+	ids, err := distinctIDs(ctx, s.st.sessions, bson.D{})
+	if err != nil {
 		return nil, fmt.Errorf("mongo: list sessions: %w", err)
 	}
-	if err := s.st.checkpoints.Distinct(ctx, fSessionID,
-		bson.D{committed, {Key: fCkptDeleted, Value: bson.D{{Key: "$ne", Value: true}}}}).Decode(&ckpts); err != nil {
+	ckpts, err := distinctIDs(ctx, s.st.checkpoints,
+		bson.D{committed, {Key: fCkptDeleted, Value: bson.D{{Key: "$ne", Value: true}}}})
+	if err != nil {
 		return nil, fmt.Errorf("mongo: list sessions: checkpoints: %w", err)
 	}
-	sort.Strings(ids)
-	sort.Strings(ckpts)
 	return mergeIDs(ids, ckpts), nil
 }
 
 // AppendRaw stores raw, unvalidated, as the next record of session id: it
 // reserves a seq as every write does, then inserts a one-record batch.
-func (s *urlStore) AppendRaw(ctx context.Context, id string, raw []byte) error {
+func (s *urlStore) AppendRaw(ctx context.Context, id string, raw []byte) (err error) {
+	defer refusedID(&err, id, "")
 	h, err := s.st.Session(id)
 	if err != nil {
 		return err
@@ -230,7 +230,8 @@ func (s *urlStore) RemoveSession(ctx context.Context, id string) error {
 }
 
 // SessionTimes returns the session document's created_at and updated_at.
-func (s *urlStore) SessionTimes(ctx context.Context, id string) (adapters.SessionTimes, bool, error) {
+func (s *urlStore) SessionTimes(ctx context.Context, id string) (_ adapters.SessionTimes, _ bool, err error) {
+	defer refusedID(&err, id, "")
 	var t adapters.SessionTimes
 	if _, err := s.st.Session(id); err != nil {
 		return t, false, err
@@ -239,7 +240,7 @@ func (s *urlStore) SessionTimes(ctx context.Context, id string) (adapters.Sessio
 		Created time.Time `bson:"created_at"`
 		Updated time.Time `bson:"updated_at"`
 	}
-	err := s.st.sessions.FindOne(ctx, bson.D{{Key: fSessionID, Value: id}}).Decode(&doc)
+	err = s.st.sessions.FindOne(ctx, bson.D{{Key: fSessionID, Value: id}}).Decode(&doc)
 	if errors.Is(err, mongodrv.ErrNoDocuments) {
 		return t, false, nil
 	}
@@ -250,7 +251,8 @@ func (s *urlStore) SessionTimes(ctx context.Context, id string) (adapters.Sessio
 }
 
 // SetSessionTimes sets the session document's non-zero times.
-func (s *urlStore) SetSessionTimes(ctx context.Context, id string, t adapters.SessionTimes) error {
+func (s *urlStore) SetSessionTimes(ctx context.Context, id string, t adapters.SessionTimes) (err error) {
+	defer refusedID(&err, id, "")
 	if _, err := s.st.Session(id); err != nil {
 		return err
 	}

@@ -106,7 +106,8 @@ func (v historyVersion) unchangedSince(sd *sessionDoc) bson.D {
 // with every append and clear of the Python SDK; a Python pop does not
 // change it (the SDK's pop writes only the message document). Reserving a
 // seq also changes it, so a version may change while the items do not.
-func (s *Session) HistoryVersion(ctx context.Context) (string, error) {
+func (s *Session) HistoryVersion(ctx context.Context) (_ string, err error) {
+	defer refusedID(&err, s.id, "")
 	if err := s.check(ctx); err != nil {
 		return "", err
 	}
@@ -126,7 +127,8 @@ func (s *Session) HistoryVersion(ctx context.Context) (string, error) {
 // counters a concurrent append, pop, clear or replace moves: a write that
 // lands between the version check and the switch makes the switch fail.
 // With no items it is a conditional Clear.
-func (s *Session) ReplaceItemsIf(ctx context.Context, version string, items []session.Item) error {
+func (s *Session) ReplaceItemsIf(ctx context.Context, version string, items []session.Item) (err error) {
+	defer refusedID(&err, s.id, "")
 	if err := driver.ValidateBatch(items); err != nil {
 		return err
 	}

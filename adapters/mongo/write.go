@@ -32,7 +32,8 @@ const maxReserveAttempts = 8
 // one they have already seen. Three round trips: reserve, insert
 // (hidden), commit, which first waits for the appends reserved before
 // it (see "Linearizability" in the package documentation).
-func (s *Session) AddItems(ctx context.Context, items []session.Item) error {
+func (s *Session) AddItems(ctx context.Context, items []session.Item) (err error) {
+	defer refusedID(&err, s.id, "")
 	if err := driver.ValidateBatch(items); err != nil {
 		return err
 	}
