@@ -33,8 +33,9 @@ var sharedMongo lazy[string]
 // one at a time, which makes every single-document update atomic, as on
 // MongoDB. FerretDB has no transactions and no TTL indexes, and its
 // PostgreSQL backend cannot store a string holding NUL (PostgreSQL's jsonb
-// refuses \u0000), so the tests' hostile ids fail there: that is why
-// SQLite is the default. When no server can be had, the test is skipped,
+// refuses \u0000) nor an id past its index row limit: the Mongo adapter
+// reports those as session.ErrInvalidSessionID (adapters/mongo/ids.go),
+// and SQLite, which stores them, is the default. When no server can be had, the test is skipped,
 // or fails when SESSIONS_REQUIRE_BACKENDS=1.
 func Mongo(tb testing.TB) string {
 	tb.Helper()
