@@ -373,11 +373,15 @@ func (r *Run) Interrupt(ctx context.Context, responseID string, items []session.
 	if err := r.checkAwaited(ctx, items, awaiting); err != nil && !brokenInterrupt {
 		return err
 	}
-	undo := r.snapshot()
+	deferred := ShouldDefer(r.opts.OutputGuardrails, r.opts.ToolUse)
+	var undo func()
+	if deferred {
+		undo = r.snapshot() // the park below writes only the checkpoint
+	}
 	r.cp.StartTurn()
 	r.cp.Step = Step{Kind: StepInterruption, PendingCallIDs: awaiting}
 	r.cp.run.TurnOpen, r.cp.run.ResponseID, r.done = true, responseID, false
-	if ShouldDefer(r.opts.OutputGuardrails, r.opts.ToolUse) {
+	if deferred {
 		var id *string
 		if responseID != "" {
 			id = &responseID
@@ -768,16 +772,12 @@ func (rs runSession) AcceptsRunContext() bool    { return capwrap.AcceptsRunCont
 func (rs runSession) IgnoreIDsForMatching() bool { return capwrap.IgnoresIDs(rs.Session) }
 
 // findInSession returns the newest call item of each of ids the session
-// holds, and which of them it answers. It reads ever longer tails until
-// every call is in the tail (its outputs can only follow it) or the
-// history is read whole.
+// holds, and which of them it answers (reading tails as readBack does).
 func findInSession(ctx context.Context, s session.Session, ids []string) (map[string]session.Item, map[string]bool, error) {
-	for n := 64; ; n *= 4 {
-		tail, err := session.Latest(ctx, s, n)
-		if err != nil {
-			return nil, nil, fmt.Errorf("runstate: read session tail: %w", err)
-		}
-		calls, answered := map[string]session.Item{}, map[string]bool{}
+	var calls map[string]session.Item
+	var answered map[string]bool
+	_, err := readBack(ctx, s, 64, func(tail []session.Item) bool {
+		calls, answered = map[string]session.Item{}, map[string]bool{}
 		for _, it := range tail {
 			if k, ok := history.CallKey(it); ok && slices.Contains(ids, k.ID) {
 				calls[k.ID] = it
@@ -786,10 +786,12 @@ func findInSession(ctx context.Context, s session.Session, ids []string) (map[st
 				answered[k.ID] = true
 			}
 		}
-		if len(tail) < n || len(calls) == len(ids) {
-			return calls, answered, nil
-		}
+		return len(calls) == len(ids)
+	})
+	if err != nil {
+		return nil, nil, err
 	}
+	return calls, answered, nil
 }
 
 // Test hooks, off but in the property test's negative controls

@@ -494,20 +494,12 @@ type sessionTail struct {
 }
 
 // answeredInSession returns which of the keys the session already holds an
-// output for. It reads ever longer tails, the first of at least min items,
-// until each key's call is in the tail read (its outputs can only follow
-// it) or the history is read whole, and returns the first tail.
+// output for, reading tails as readBack does (the first of at least min
+// items), and the first tail it read.
 func answeredInSession(ctx context.Context, s session.Session, keys map[history.PairKey]bool, min int) (map[history.PairKey]bool, *sessionTail, error) {
-	var first *sessionTail
-	for n := max(16, min); ; n *= 4 {
-		tail, err := session.Latest(ctx, s, n)
-		if err != nil {
-			return nil, first, fmt.Errorf("runstate: read session tail: %w", err)
-		}
-		if first == nil {
-			first = &sessionTail{items: tail, whole: len(tail) < n}
-		}
-		answered := map[history.PairKey]bool{}
+	var answered map[history.PairKey]bool
+	first, err := readBack(ctx, s, max(16, min), func(tail []session.Item) bool {
+		answered = map[history.PairKey]bool{}
 		found := map[history.PairKey]bool{}
 		for _, it := range tail {
 			if k, ok := history.AnsweredKey(it); ok && keys[k] {
@@ -517,8 +509,28 @@ func answeredInSession(ctx context.Context, s session.Session, keys map[history.
 				found[k] = true
 			}
 		}
-		if len(tail) < n || len(found) == len(keys) {
-			return answered, first, nil
+		return len(found) == len(keys)
+	})
+	return answered, first, err
+}
+
+// readBack reads ever longer tails of s, the first of n items, handing
+// each to enough, until enough reports that the tail holds what it looks
+// for (a call's outputs can only follow it, so a tail holding the calls
+// holds their outputs) or the history is read whole. It returns the first
+// tail read.
+func readBack(ctx context.Context, s session.Session, n int, enough func(tail []session.Item) bool) (*sessionTail, error) {
+	var first *sessionTail
+	for ; ; n *= 4 {
+		tail, err := session.Latest(ctx, s, n)
+		if err != nil {
+			return first, fmt.Errorf("runstate: read session tail: %w", err)
+		}
+		if first == nil {
+			first = &sessionTail{items: tail, whole: len(tail) < n}
+		}
+		if enough(tail) || len(tail) < n {
+			return first, nil
 		}
 	}
 }
