@@ -17,7 +17,6 @@ import (
 	"github.com/agentsessions/sessions/encrypted"
 	"github.com/agentsessions/sessions/internal/testkit/storetest"
 	"github.com/agentsessions/sessions/internal/testkit/testservers"
-	"github.com/agentsessions/sessions/otelsession"
 	"github.com/agentsessions/sessions/runstate"
 	"github.com/agentsessions/sessions/session"
 )
@@ -109,10 +108,6 @@ func encryptedWrap(t *testing.T) func(session.Session) session.Session {
 	}
 }
 
-func otelWrap(s session.Session) session.Session {
-	return otelsession.Wrap(s, otelsession.Options{Backend: "sqlite"})
-}
-
 func backends() []backend {
 	onFile := func(wrap func(t *testing.T) func(session.Session) session.Session) func(t *testing.T) (func(string) session.Session, func() func(string) session.Session) {
 		return func(t *testing.T) (func(string) session.Session, func() func(string) session.Session) {
@@ -136,7 +131,6 @@ func backends() []backend {
 		}},
 		{"sqlite", onFile(nil)},
 		{"encrypted+sqlite", onFile(encryptedWrap)},
-		{"otelsession+sqlite", onFile(func(*testing.T) func(session.Session) session.Session { return otelWrap })},
 	}
 }
 
