@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -49,6 +51,10 @@ type fakeAPI struct {
 	empty    int // requests without input items
 	inputs   [][]json.RawMessage
 	known    map[string]producedItem
+	routes   map[string]http.HandlerFunc // by path prefix: the other endpoints (handle)
+	stored   map[string][]session.Item   // a stored response's context: its input, then its output
+	comp     fakeCompaction              // fakecompact_test.go
+	fail     []int                       // status codes to answer the next requests with, in order
 }
 
 // producedItem is what the fake knows of an item it produced.
@@ -59,7 +65,8 @@ type producedItem struct {
 }
 
 func newFakeAPI(t testing.TB, script func(call int, input []session.Item) [][]byte) *fakeAPI {
-	a := &fakeAPI{script: script, known: map[string]producedItem{}}
+	a := &fakeAPI{script: script, known: map[string]producedItem{}, routes: map[string]http.HandlerFunc{}, stored: map[string][]session.Item{}}
+	a.handle("/v1/responses/compact", a.compact)
 	a.srv = httptest.NewServer(http.HandlerFunc(a.serve))
 	t.Cleanup(a.srv.Close)
 	return a
@@ -67,8 +74,47 @@ func newFakeAPI(t testing.TB, script func(call int, input []session.Item) [][]by
 
 func (a *fakeAPI) URL() string { return a.srv.URL }
 
+// handle routes the requests whose path starts with prefix to h (the
+// longest prefix wins); POST /v1/responses is the fake's own.
+func (a *fakeAPI) handle(prefix string, h http.HandlerFunc) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.routes[prefix] = h
+}
+
+// failNext makes the next len(codes) requests, whatever their endpoint,
+// fail with those status codes (429, 500, ...), as the API does under
+// load; openai-go retries them when its client allows retries.
+func (a *fakeAPI) failNext(codes ...int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.fail = append(a.fail, codes...)
+}
+
 func (a *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || r.URL.Path != "/v1/responses" {
+	a.mu.Lock()
+	var code int
+	if len(a.fail) > 0 {
+		code, a.fail = a.fail[0], a.fail[1:]
+	}
+	var route http.HandlerFunc
+	best := ""
+	for p, h := range a.routes {
+		if strings.HasPrefix(r.URL.Path, p) && len(p) > len(best) {
+			best, route = p, h
+		}
+	}
+	a.mu.Unlock()
+	switch {
+	case code != 0:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_, _ = fmt.Fprintf(w, `{"error":{"message":"The fake answers %d.","type":"server_error","param":null,"code":null}}`, code)
+		return
+	case route != nil:
+		route(w, r)
+		return
+	case r.Method != http.MethodPost || r.URL.Path != "/v1/responses":
 		http.Error(w, "not found", http.StatusNotFound)
 		return
 	}
@@ -78,7 +124,9 @@ func (a *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req struct {
-		Input json.RawMessage `json:"input"`
+		Input    json.RawMessage `json:"input"`
+		Store    *bool           `json:"store"`
+		Previous string          `json:"previous_response_id"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		apiError(w, "We could not parse the JSON body of your request.")
@@ -103,8 +151,18 @@ func (a *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.inputs = append(a.inputs, raws)
+	context := input
+	if req.Previous != "" {
+		prev, ok := a.stored[req.Previous]
+		if !ok {
+			a.rejected = append(a.rejected, "unknown previous response "+req.Previous)
+			apiErrorCode(w, http.StatusNotFound, fmt.Sprintf("Previous response with id '%s' not found.", req.Previous))
+			return
+		}
+		context = append(slices.Clone(prev), input...)
+	}
 	if r.Header.Get("X-Fake-Lenient") == "" {
-		if msg := a.check(input); msg != "" {
+		if msg := a.check(context); msg != "" {
 			a.rejected = append(a.rejected, msg)
 			apiError(w, msg)
 			return
@@ -117,15 +175,30 @@ func (a *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	out := a.script(a.calls, input)
 	id := fmt.Sprintf("resp_%03d", a.calls)
 	a.learn(out)
+	if req.Store == nil || *req.Store {
+		chain := slices.Clone(context)
+		for _, o := range out {
+			chain = append(chain, session.MustItem(string(o)))
+		}
+		a.stored[id] = chain
+	}
 	writeResponse(w, id, out)
 }
 
-// check returns the API's error for input, or "".
+// check returns the API's error for input, or "": besides the pairing
+// and reasoning rules, an item id sent twice, and a compaction item the
+// fake did not produce (or whose content was changed).
 func (a *fakeAPI) check(input []session.Item) string {
 	present := map[string]bool{}
 	for _, it := range input {
 		if id := it.ID(); id != "" {
+			if present[id] {
+				return fmt.Sprintf("Duplicate item found with id %s.", id)
+			}
 			present[id] = true
+		}
+		if msg := a.comp.check(it); msg != "" {
+			return msg
 		}
 	}
 	calls := map[history.PairKey]int{}
@@ -188,12 +261,14 @@ func (a *fakeAPI) learn(out [][]byte) {
 	}
 }
 
-func apiError(w http.ResponseWriter, msg string) {
+func apiError(w http.ResponseWriter, msg string) { apiErrorCode(w, http.StatusBadRequest, msg) }
+
+func apiErrorCode(w http.ResponseWriter, code int, msg string) {
 	b, _ := json.Marshal(map[string]any{"error": map[string]any{
 		"message": msg, "type": "invalid_request_error", "param": "input", "code": nil,
 	}})
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusBadRequest)
+	w.WriteHeader(code)
 	_, _ = w.Write(b)
 }
 
