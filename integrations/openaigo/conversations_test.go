@@ -1,0 +1,281 @@
+package openaigo_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/conversations"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentsessions/sessions/integrations/openaigo"
+	"github.com/agentsessions/sessions/session"
+)
+
+func numberedMessages(tag string, n int) []session.Item {
+	out := make([]session.Item, n)
+	for i := range out {
+		out[i] = session.MustItem(fmt.Sprintf(`{"role":"user","content":"%s %d"}`, tag, i))
+	}
+	return out
+}
+
+// withoutID returns raw with its top-level "id" removed, as a string.
+func withoutID(t testing.TB, it session.Item) string {
+	t.Helper()
+	id, ok := it.StringField("id")
+	require.True(t, ok, "item %s has an id", it.Bytes())
+	return strings.Replace(string(it.Bytes()), fmt.Sprintf(`"id":%q,`, id), "", 1)
+}
+
+func TestConversationsSession(t *testing.T) {
+	ctx := context.Background()
+	fc := newFakeConv(t, newFakeAPI(t, e2eScript))
+	var created []string
+	s := openaigo.NewConversationsSession(fc.client(), openaigo.ConversationsOptions{OnNewConversation: func(id string) { created = append(created, id) }})
+	require.True(t, s.IgnoreIDsForMatching())
+	require.True(t, session.Probe(s).Has(session.CapIgnoresIDs))
+	require.True(t, session.Probe(s).Has(session.CapLatest))
+
+	// Lazy: nothing is created by an empty write or a zero limit.
+	require.Equal(t, "", s.SessionID())
+	require.NoError(t, s.AddItems(ctx, nil))
+	got, err := s.LatestItems(ctx, 0)
+	require.NoError(t, err)
+	require.Empty(t, got)
+	_, err = s.LatestItems(ctx, -1)
+	require.ErrorIs(t, err, session.ErrInvalidLimit)
+	require.Equal(t, 0, fc.conversationCount())
+	require.NoError(t, s.Clear(ctx))
+	require.Equal(t, 0, fc.conversationCount())
+
+	// 250 items: 13 requests of at most 20; read back over 3 pages.
+	items := numberedMessages("m", 250)
+	require.NoError(t, s.AddItems(ctx, items))
+	require.Len(t, created, 1)
+	require.Equal(t, created[0], s.SessionID())
+	require.Equal(t, 13, fc.count("POST items"))
+	all, err := s.Items(ctx)
+	require.NoError(t, err)
+	require.Len(t, all, 250)
+	for i, it := range all {
+		require.Equal(t, string(items[i].Bytes()), withoutID(t, it), "item %d is what was sent, with the API's id", i)
+	}
+	require.Equal(t, 3, fc.count("GET items"))
+
+	latest, err := s.LatestItems(ctx, 150)
+	require.NoError(t, err)
+	require.Equal(t, texts(all[100:]), texts(latest))
+	latest, err = s.LatestItems(ctx, 1000)
+	require.NoError(t, err)
+	require.Equal(t, texts(all), texts(latest))
+
+	// A second session on the conversation id sees the same items.
+	peer := openaigo.NewConversationsSession(fc.client(), openaigo.ConversationsOptions{ConversationID: s.SessionID()})
+	require.Equal(t, s.SessionID(), peer.SessionID())
+	it, ok, err := peer.PopItem(ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, string(all[249].Bytes()), string(it.Bytes()))
+	n, err := session.Latest(ctx, s, 2)
+	require.NoError(t, err)
+	require.Equal(t, texts(all[247:249]), texts(n))
+
+	// Clear deletes the conversation; the next write creates another.
+	old := s.SessionID()
+	require.NoError(t, s.Clear(ctx))
+	require.Equal(t, "", s.SessionID())
+	_, err = peer.Items(ctx)
+	require.ErrorIs(t, err, openaigo.ErrConversationNotFound)
+	var apiErr *openai.Error
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, http.StatusNotFound, apiErr.StatusCode)
+	require.NoError(t, peer.Clear(ctx), "a conversation already deleted counts as cleared")
+	require.NoError(t, s.AddItems(ctx, items[:1]))
+	require.Len(t, created, 2)
+	require.NotEqual(t, old, s.SessionID())
+	require.Equal(t, created[1], s.SessionID())
+	it, ok, err = s.PopItem(ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, string(items[0].Bytes()), withoutID(t, it))
+	_, ok, err = s.PopItem(ctx)
+	require.NoError(t, err)
+	require.False(t, ok)
+
+	// An invalid item is refused before anything is sent.
+	before := fc.count("POST items")
+	err = s.AddItems(ctx, []session.Item{items[0], {}})
+	var ie *session.ItemError
+	require.ErrorAs(t, err, &ie)
+	require.Equal(t, 1, ie.Index)
+	require.Equal(t, before, fc.count("POST items"))
+}
+
+// TestConversationsSanitize: items go out as Python's runner sends them to
+// a Conversations session; the fake refuses what was not sanitised.
+func TestConversationsSanitize(t *testing.T) {
+	ctx := context.Background()
+	fc := newFakeConv(t, newFakeAPI(t, e2eScript))
+	s := openaigo.NewConversationsSession(fc.client(), openaigo.ConversationsOptions{})
+	in, err := session.ParseItems(
+		`{"id":"fc_9","type":"function_call","call_id":"call_9","name":"f","arguments":"{}","_agents_tool_title":"F","provider_data":{"x":1}}`,
+		`{"id":"__fake_id__","type":"function_call_output","call_id":"call_9","output":"ok"}`,
+		`{"id":"rs_9","type":"reasoning","summary":[],"encrypted_content":"gAAA"}`,
+		`{"type":"reasoning","summary":[]}`,
+		`{"id":"mcpr_9","type":"mcp_approval_request","arguments":"{}","name":"ask","server_label":"wiki"}`,
+	)
+	require.NoError(t, err)
+	require.NoError(t, s.AddItems(ctx, in))
+	got := fc.itemsOf(s.SessionID())
+	require.Len(t, got, 4, "the reasoning item with neither id nor encrypted_content is not sent")
+	require.Regexp(t, `^\{"id":"fc_[0-9a-f]{48}","type":"function_call","call_id":"call_9","name":"f","arguments":"\{\}"\}$`, got[0])
+	require.Regexp(t, `^\{"id":"fco_[0-9a-f]{48}","type":"function_call_output","call_id":"call_9","output":"ok"\}$`, got[1])
+	require.Equal(t, `{"id":"rs_9","type":"reasoning","summary":[],"encrypted_content":"gAAA"}`, got[2])
+	require.Equal(t, `{"id":"mcpr_9","type":"mcp_approval_request","arguments":"{}","name":"ask","server_label":"wiki"}`, got[3])
+
+	// The fake refuses them unsanitised (so the assertions above mean
+	// something), and an id the conversation holds.
+	raw := fc.client()
+	for _, bad := range []string{in[0].String(), in[4].String()} {
+		_, err := raw.Conversations.Items.New(ctx, s.SessionID(), itemsParams(bad))
+		require.Error(t, err)
+		require.True(t, isRejection(err), "%v", err)
+	}
+}
+
+// TestConversationsBatchSplit: a batch of more than 20 items is several
+// requests; a failure after the first says what landed and wraps
+// session.ErrOutcomeUnknown.
+func TestConversationsBatchSplit(t *testing.T) {
+	ctx := context.Background()
+	fc := newFakeConv(t, newFakeAPI(t, e2eScript))
+	s := openaigo.NewConversationsSession(fc.client(), openaigo.ConversationsOptions{})
+	id, err := s.ConversationID(ctx)
+	require.NoError(t, err)
+	items := numberedMessages("b", 45)
+	items[30] = session.MustItem(`{"role":"user","content":"x","provider_data":{}}`) // sanitised: accepted
+	items[31] = session.MustItem(`{"type":"message","content":"no role"}`)           // refused by the API
+	err = s.AddItems(ctx, items)
+	require.ErrorIs(t, err, session.ErrOutcomeUnknown)
+	require.True(t, isRejection(err))
+	require.Contains(t, err.Error(), "20 of 45 items were added")
+	require.Len(t, fc.itemsOf(id), 20)
+}
+
+func itemsParams(items ...string) conversations.ItemNewParams {
+	ps := make([]responses.ResponseInputItemUnionParam, len(items))
+	for i, s := range items {
+		ps[i] = openaigo.InputParam(session.MustItem(s))
+	}
+	return conversations.ItemNewParams{Items: ps}
+}
+
+// TestConversationsRetries: openai-go's retries stay on; a write whose
+// reply is lost is ErrOutcomeUnknown and is not sent again.
+func TestConversationsRetries(t *testing.T) {
+	ctx := context.Background()
+	one := numberedMessages("r", 1)
+	setup := func(t *testing.T) (*fakeConv, *openaigo.ConversationsSession, string) {
+		fc := newFakeConv(t, newFakeAPI(t, e2eScript))
+		s := openaigo.NewConversationsSession(fc.client(), openaigo.ConversationsOptions{})
+		id, err := s.ConversationID(ctx)
+		require.NoError(t, err)
+		return fc, s, id
+	}
+	t.Run("429 on a write is retried and lands once", func(t *testing.T) {
+		fc, s, id := setup(t)
+		fc.failNext("POST items", injected{code: 429}, injected{code: 429})
+		require.NoError(t, s.AddItems(ctx, one))
+		require.Equal(t, 3, fc.count("POST items"))
+		require.Len(t, fc.itemsOf(id), 1)
+	})
+	t.Run("5xx on reads is retried", func(t *testing.T) {
+		fc, s, _ := setup(t)
+		require.NoError(t, s.AddItems(ctx, one))
+		fc.failNext("GET items", injected{code: 503}, injected{code: 500})
+		got, err := s.Items(ctx)
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		require.Equal(t, 3, fc.count("GET items"))
+	})
+	t.Run("5xx on reads, retries exhausted", func(t *testing.T) {
+		fc, s, _ := setup(t)
+		fc.failNext("GET items", injected{code: 503}, injected{code: 503}, injected{code: 503})
+		_, err := s.Items(ctx)
+		var apiErr *openai.Error
+		require.ErrorAs(t, err, &apiErr)
+		require.Equal(t, 503, apiErr.StatusCode)
+		require.Equal(t, 3, fc.count("GET items"))
+	})
+	for _, c := range []struct {
+		name    string
+		inj     injected
+		landed  int
+		unknown bool
+	}{
+		{"500 before the write applied", injected{code: 500}, 0, true},
+		{"503 after the write applied", injected{code: 503, applied: true}, 1, true},
+		{"connection dropped after the write applied", injected{code: dropConn, applied: true}, 1, true},
+		{"400 is known not to have happened", injected{code: 400}, 0, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fc, s, id := setup(t)
+			fc.failNext("POST items", c.inj)
+			err := s.AddItems(ctx, one)
+			require.Error(t, err)
+			require.Equal(t, c.unknown, errors.Is(err, session.ErrOutcomeUnknown), "%v", err)
+			require.Equal(t, 1, fc.count("POST items"), "never sent twice")
+			require.Len(t, fc.itemsOf(id), c.landed)
+			require.NotContains(t, err.Error(), "sk-test-not-a-secret")
+		})
+	}
+	t.Run("a server that cannot be reached: nothing was sent", func(t *testing.T) {
+		dead := httptest.NewServer(http.NotFoundHandler())
+		url := dead.URL
+		dead.Close()
+		cl := openai.NewClient(option.WithBaseURL(url+"/v1/"), option.WithAPIKey("sk-test-not-a-secret"), option.WithMaxRetries(1), option.WithMaxRetryDelay(20*1e6))
+		s := openaigo.NewConversationsSession(&cl, openaigo.ConversationsOptions{ConversationID: "conv_1"})
+		err := s.AddItems(ctx, one)
+		require.Error(t, err)
+		require.NotErrorIs(t, err, session.ErrOutcomeUnknown)
+	})
+	t.Run("a pop whose delete reply was lost is retried and finds the item gone", func(t *testing.T) {
+		fc, s, id := setup(t)
+		require.NoError(t, s.AddItems(ctx, numberedMessages("p", 2)))
+		fc.failNext("DELETE item", injected{code: 503, applied: true})
+		it, ok, err := s.PopItem(ctx)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Contains(t, it.String(), `"p 1"`)
+		require.Equal(t, 2, fc.count("DELETE item"))
+		require.Len(t, fc.itemsOf(id), 1)
+	})
+	t.Run("a clear whose reply was lost is retried", func(t *testing.T) {
+		fc, s, _ := setup(t)
+		fc.failNext("DELETE conversation", injected{code: dropConn, applied: true})
+		require.NoError(t, s.Clear(ctx))
+		require.Equal(t, 2, fc.count("DELETE conversation"))
+		require.Equal(t, 0, fc.conversationCount())
+		require.Equal(t, "", s.SessionID())
+	})
+	t.Run("a pop whose item another writer deleted", func(t *testing.T) {
+		fc, s, id := setup(t)
+		require.NoError(t, s.AddItems(ctx, one))
+		all, err := s.Items(ctx)
+		require.NoError(t, err)
+		_, err = fc.client().Conversations.Items.Delete(ctx, id, all[0].ID())
+		require.NoError(t, err)
+		// The pop reads an empty conversation now: nothing to pop.
+		_, ok, err := s.PopItem(ctx)
+		require.NoError(t, err)
+		require.False(t, ok)
+	})
+}
