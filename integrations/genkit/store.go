@@ -294,7 +294,7 @@ func (s *Store[State]) SaveSnapshot(
 		}
 		return next, nil
 	}
-	return nil, status.Errorf(ErrSnapshotConflict, "genkit: save snapshot %q: the row changed under each of %d attempts: %w",
+	return nil, status.Errorf(ErrSnapshotConflict, "genkit: save snapshot %q: the row changed under it on all %d attempts: %w",
 		snapshotID, s.opts.Attempts, conflict)
 }
 
