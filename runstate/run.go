@@ -98,6 +98,9 @@ type Run struct {
 	mine    map[string]string // calls this Run claimed: call id → the claim's token
 	owner   string
 	done    bool // Finish ended the run
+
+	stores     map[string]bool // ResponseStored
+	compaction Compaction      // the last turn's compaction bookkeeping
 }
 
 // Open loads the run's checkpoint from s's store (a new one when none is
@@ -328,17 +331,29 @@ func (r *Run) Input(ctx context.Context, items ...session.Item) error {
 // with another model call. responseID may be empty. It fails with
 // ErrAwaiting (or an *InDoubtError) while an interrupted call is not
 // answered, and with ErrUnsettled while a withheld batch waits for Settle.
+//
+// On a compaction-aware session (session.CompactionAware) the saved turn
+// is then compacted as the Python runner does (see Compaction); a failed
+// compaction is an error wrapping ErrCompaction, with the turn saved, and
+// a Turn repeated with the same non-empty response id writes nothing.
 func (r *Run) Turn(ctx context.Context, responseID string, items ...session.Item) error {
 	if err := r.ready(); err != nil {
 		return err
 	}
+	if r.savedTurn(responseID) {
+		return nil // a retry after an error of its compaction
+	}
 	r.cp.StartTurn()
 	r.cp.SetStep(StepRunAgain)
 	r.cp.run.TurnOpen, r.cp.run.ResponseID, r.done = false, responseID, false
-	return r.save(ctx, func(s session.Session) error {
+	err := r.save(ctx, func(s session.Session) error {
 		_, err := r.cp.Save(ctx, s, SaveArgs{NewItems: items, Slice: true, Register: true, ResponseID: responseID, Policy: r.opts.Policy})
 		return err
 	})
+	if err != nil {
+		return err
+	}
+	return r.compactAfter(ctx, responseID, hasLocalOutputs(items))
 }
 
 // ready fails unless a new turn may start.
@@ -395,10 +410,14 @@ func (r *Run) Interrupt(ctx context.Context, responseID string, items []session.
 		}
 		return err
 	}
-	return r.save(ctx, func(s session.Session) error {
+	err := r.save(ctx, func(s session.Session) error {
 		_, err := r.cp.Save(ctx, s, SaveArgs{NewItems: items, Slice: true, Register: true, ResponseID: responseID, Policy: r.opts.Policy})
 		return err
 	})
+	if err != nil {
+		return err
+	}
+	return r.compactAfter(ctx, responseID, true)
 }
 
 // checkAwaited refuses awaited ids that name no call of the turn nor an
@@ -564,6 +583,9 @@ func (r *Run) Finish(ctx context.Context, responseID string, items ...session.It
 			_, err := r.cp.SaveResumedTurn(ctx, s, ResumedTurn{Items: r.resolved(items), Held: r.cp.TakeHeld(), ResponseID: responseID, Policy: r.opts.Policy})
 			return err
 		})
+		if err == nil {
+			err = r.compactAfter(ctx, responseID, true) // the settling batch carries outputs
+		}
 	case len(items) > 0:
 		err = r.Turn(ctx, responseID, items...)
 	}
@@ -718,7 +740,9 @@ func (r *Run) put(ctx context.Context, doc []byte) error {
 // checkpoint (its pending write and tail digests) just before.
 func (r *Run) session() session.Session {
 	if r.wrapped == nil {
-		r.wrapped = capwrap.Compose(runSession{Session: r.s, r: r}, capwrap.Of(r.s))
+		p := capwrap.Of(r.s)
+		p.Compaction, p.Deferrer = nil, nil // the Run compacts after its saves (compactAfter)
+		r.wrapped = capwrap.Compose(runSession{Session: r.s, r: r}, p)
 	}
 	return r.wrapped
 }
