@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -149,6 +150,15 @@ var knownKeys = []string{
 	"operation", "phase", "created_by", "pending_safety_checks", "acknowledged_safety_checks",
 	"tools", "outputs", "code", "container_id", "max_output_length", "execution", "environment",
 	MetaToolDescription, MetaToolTitle,
+}
+
+// Without returns it without its top-level members named keys, keeping
+// every other byte; it is returned as it is when it has none of them.
+func Without(it session.Item, keys ...string) (session.Item, error) {
+	if !slices.ContainsFunc(keys, it.HasField) {
+		return it, nil
+	}
+	return withoutTopLevel(it.Bytes(), keys)
 }
 
 // withoutTopLevel returns the object b without its top-level members named
