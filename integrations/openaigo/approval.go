@@ -54,7 +54,24 @@ func Turn(ctx context.Context, run *runstate.Run, resp *responses.Response, outp
 	if err != nil {
 		return err
 	}
+	noteStore(run, resp)
 	return run.Turn(ctx, resp.ID, append(its, outputs...)...)
+}
+
+// noteStore tells run whether the API stored resp (its "store", which
+// openai-go v3.102 keeps among the response's extra fields), for the
+// compaction after its turn.
+func noteStore(run *runstate.Run, resp *responses.Response) {
+	f, ok := resp.JSON.ExtraFields["store"]
+	if !ok || resp.ID == "" {
+		return
+	}
+	switch f.Raw() {
+	case "true":
+		run.ResponseStored(resp.ID, true)
+	case "false":
+		run.ResponseStored(resp.ID, false)
+	}
 }
 
 // Interrupt parks a response whose calls await approval
@@ -69,6 +86,7 @@ func Interrupt(ctx context.Context, run *runstate.Run, resp *responses.Response,
 	if err != nil {
 		return err
 	}
+	noteStore(run, resp)
 	return run.Interrupt(ctx, resp.ID, append(its, outputs...), awaiting...)
 }
 
@@ -204,5 +222,6 @@ func Finish(ctx context.Context, run *runstate.Run, resp *responses.Response, ou
 	if err != nil {
 		return err
 	}
+	noteStore(run, resp)
 	return run.Finish(ctx, resp.ID, append(its, outputs...)...)
 }

@@ -24,6 +24,7 @@ import (
 // refuses content it cannot decrypt.
 type fakeCompaction struct {
 	n        int
+	during   func()            // run once, by the next request, before it compacts
 	content  map[string]string // compaction item id → its encrypted_content
 	requests []compactRequest
 }
@@ -64,6 +65,13 @@ func (a *fakeAPI) compact(w http.ResponseWriter, r *http.Request) {
 	if err := json.Unmarshal(body, &req); err != nil {
 		apiError(w, "We could not parse the JSON body of your request.")
 		return
+	}
+	a.mu.Lock()
+	during := a.comp.during
+	a.comp.during = nil
+	a.mu.Unlock()
+	if during != nil {
+		during() // what happens while the request is out (seconds, against the API)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -129,6 +137,14 @@ func isUserMessage(it session.Item) bool {
 		return it.Role() == "user"
 	}
 	return it.Role() == "user" && it.HasField("content")
+}
+
+// duringCompact makes the next compaction request run f before it
+// compacts, as another process's write lands while a compaction is out.
+func (a *fakeAPI) duringCompact(f func()) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.comp.during = f
 }
 
 // compactions returns the compaction requests answered so far.
