@@ -3,7 +3,6 @@ package genkit
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -49,18 +48,16 @@ func (x *index) put(e indexEntry) bool {
 	return true
 }
 
-func encodeIndex(x index) []byte {
+func encodeIndex(x index) ([]byte, error) {
 	x.V = indexVersion
 	if x.Snapshots == nil {
 		x.Snapshots = []indexEntry{}
 	}
 	b, err := json.Marshal(x)
 	if err != nil {
-		// Strings and times within JSON's range: cannot fail for an index
-		// that decodeIndex or put built.
-		panic(fmt.Sprintf("genkit: encode index: %v", err))
+		return nil, status.Errorf(status.ErrInvalidArgument, "genkit: encode snapshot index: %w", err)
 	}
-	return b
+	return b, nil
 }
 
 // decodeIndex decodes a stored index document. It accepts only what

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/firebase/genkit/go/ai/exp"
 	"github.com/firebase/genkit/go/core/status"
@@ -250,6 +251,10 @@ func (s *Store[State]) SaveSnapshot(
 	if snapshotID == "" {
 		snapshotID = uuid.NewString()
 	}
+	if !utf8.ValidString(snapshotID) {
+		// JSON would store another id, and the row could not be found.
+		return nil, status.Errorf(status.ErrInvalidArgument, "genkit: save snapshot %q: the id is not valid UTF-8", snapshotID)
+	}
 	cs, err := s.checkpoints(s.SnapshotSessionID(snapshotID))
 	if err != nil {
 		return nil, err
@@ -273,6 +278,9 @@ func (s *Store[State]) SaveSnapshot(
 		}
 		if next.SessionID == "" {
 			return nil, status.Errorf(exp.ErrSessionIDRequired, "genkit: save snapshot %q: the snapshot has no session id", snapshotID)
+		}
+		if !utf8.ValidString(next.SessionID) {
+			return nil, status.Errorf(status.ErrInvalidArgument, "genkit: save snapshot %q: session id %q is not valid UTF-8", snapshotID, next.SessionID)
 		}
 		if next.Status == "" {
 			next.Status = exp.SnapshotStatusCompleted
@@ -329,7 +337,11 @@ func (s *Store[State]) addToIndex(ctx context.Context, sessionID string, e index
 		if !idx.put(e) {
 			return nil
 		}
-		_, err = cs.SaveCheckpoint(ctx, IndexName, encodeIndex(idx), version)
+		doc, err := encodeIndex(idx)
+		if err != nil {
+			return err
+		}
+		_, err = cs.SaveCheckpoint(ctx, IndexName, doc, version)
 		if errors.Is(err, session.ErrCheckpointConflict) {
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("genkit: index snapshot %q in session %q: %w", e.ID, sessionID, err)

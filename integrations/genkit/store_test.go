@@ -304,6 +304,34 @@ func TestIncompleteSaveAndCorruptDocuments(t *testing.T) {
 	require.Nil(t, third, "nor writes a row the index cannot list")
 }
 
+// TestInvalidIDs: ids JSON cannot keep are refused before anything is
+// written.
+func TestInvalidIDs(t *testing.T) {
+	ctx := context.Background()
+	st, err := adapters.Open(ctx, "memory://")
+	require.NoError(t, err)
+	defer st.Close()
+	s := newStore[note](t, st, genkitstore.Options{})
+	_, err = s.SaveSnapshot(ctx, "x\xff", func(*aix.SessionSnapshot[note]) (*aix.SessionSnapshot[note], error) {
+		return row("s1", t0, "", "x"), nil
+	})
+	require.ErrorIs(t, err, status.ErrInvalidArgument)
+	_, err = s.SaveSnapshot(ctx, "x", func(*aix.SessionSnapshot[note]) (*aix.SessionSnapshot[note], error) {
+		return row("s\xff", t0, "", "x"), nil
+	})
+	require.ErrorIs(t, err, status.ErrInvalidArgument)
+	got, err := s.GetSnapshot(ctx, "x")
+	require.NoError(t, err)
+	require.Nil(t, got)
+	_, err = s.SaveSnapshot(ctx, "x", nil)
+	require.ErrorIs(t, err, status.ErrInvalidArgument)
+	_, err = s.GetLatestSnapshot(ctx, "")
+	require.ErrorIs(t, err, aix.ErrSessionIDRequired)
+	got, err = s.GetSnapshot(ctx, "")
+	require.NoError(t, err)
+	require.Nil(t, got)
+}
+
 // hidden is a session without the checkpoint methods.
 type hidden struct{ session.Session }
 
