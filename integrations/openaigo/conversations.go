@@ -90,6 +90,31 @@ type ConversationsOptions struct {
 // checkpoints are not kept (use runstate.Options.Store); there is no
 // Replace, follow cursor or once-only append.
 //
+// The conformance suite's grade of it, on the fake of the API the tests
+// run (TestConversationsConformance, TestConversationsNotAtomic), is NONE,
+// and says why:
+//
+//	as it is:                    contract NONE  5 passed, 16 failed, 21 skipped of 42
+//	                             hidden   NONE  4 passed, 15 failed, 23 skipped of 42
+//	                             held-write NONE 0 passed, 96 failed, 48 skipped of 144
+//	ids the API gave left out:   contract NONE 15 passed,  6 failed, 21 skipped of 42
+//	                             hidden   NONE 13 passed,  6 failed, 23 skipped of 42
+//	                             held-write FULL 96 passed, 0 failed, 48 skipped of 144
+//
+// Items come back with the id the API gave them, so every byte-for-byte
+// clause fails as it is; with those ids left out on read (what runstate's
+// id-insensitive digests do), the held-write part passes whole and six
+// contract clauses still fail: the session id is the conversation's, not
+// the caller's (core/empty-session, ids/hostile); the API refuses items
+// that are not Responses items (core/round-trip, concurrency/two-handles);
+// a Clear through one handle deletes the conversation another handle
+// still names (core/peer-visibility, follow/fallback-semantics: 404). The
+// suite has no clause for the two guarantees the API cannot give, and
+// TestConversationsNotAtomic reports them failed: pop/atomic (an append
+// between the read and the delete: the pop removes an item that is no
+// longer the newest), pop/concurrent (a concurrent pop: ErrItemGone) and
+// batch/all-or-nothing (25 items, the second request refused: 20 stay).
+//
 // Errors: the API's answers (4xx, 5xx) are wrapped *openai.Error values
 // (errors.As), a 404 on the conversation also ErrConversationNotFound.
 // openai-go's retries stay on: every read and delete is retried on 408,
@@ -422,12 +447,19 @@ func isClientError(err error) bool {
 	return errors.As(err, &e) && e.StatusCode >= 400 && e.StatusCode < 500
 }
 
-// apiErr wraps an error of the request what on conversation id.
+// apiErr wraps an error of the request what on conversation id, with the
+// API's message (not for 401 and 403, whose message may quote part of the
+// API key).
 func apiErr(what, id string, err error) error {
-	if isStatus(err, http.StatusNotFound) {
-		return fmt.Errorf("openaigo: %s conversation %s: %w: %w", what, id, ErrConversationNotFound, err)
+	var e *openai.Error
+	msg := ""
+	if errors.As(err, &e) && e.Message != "" && e.StatusCode != http.StatusUnauthorized && e.StatusCode != http.StatusForbidden {
+		msg = fmt.Sprintf(" (%q)", e.Message)
 	}
-	return fmt.Errorf("openaigo: %s conversation %s: %w", what, id, err)
+	if isStatus(err, http.StatusNotFound) {
+		return fmt.Errorf("openaigo: %s conversation %s: %w: %w%s", what, id, ErrConversationNotFound, err, msg)
+	}
+	return fmt.Errorf("openaigo: %s conversation %s: %w%s", what, id, err, msg)
 }
 
 // ItemPage is one page of a conversation's items as the API lists it

@@ -279,3 +279,55 @@ func TestConversationsRetries(t *testing.T) {
 		require.False(t, ok)
 	})
 }
+
+// TestConversationsNotAtomic shows, and reports, the two guarantees of the
+// Session contract the Conversations API cannot give and the conformance
+// suite has no clause for: an atomic pop and an all-or-nothing batch of
+// more than MaxItemsPerRequest items.
+func TestConversationsNotAtomic(t *testing.T) {
+	ctx := context.Background()
+	fc := newFakeConv(t, newFakeAPI(t, e2eScript))
+	s := openaigo.NewConversationsSession(fc.client(), openaigo.ConversationsOptions{})
+	require.NoError(t, s.AddItems(ctx, numberedMessages("x", 2)))
+	other := openaigo.NewConversationsSession(fc.client(), openaigo.ConversationsOptions{ConversationID: s.SessionID()})
+
+	// pop/atomic: another writer appends between the pop's read and its
+	// delete; the pop removes and returns an item that is no longer the
+	// newest.
+	fc.beforeNext("DELETE item", func() { require.NoError(t, other.AddItems(ctx, numberedMessages("y", 1))) })
+	popped, ok, err := s.PopItem(ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	left, err := s.Items(ctx)
+	require.NoError(t, err)
+	require.Contains(t, popped.String(), `"x 1"`, "the pop returned the item it read")
+	require.Len(t, left, 2)
+	require.Contains(t, left[1].String(), `"y 0"`, "the newest item when the pop removed another one stays")
+
+	// pop/concurrent: a second pop deletes the item between the first
+	// pop's read and its delete; the first pop fails although items remain.
+	fc.beforeNext("DELETE item", func() {
+		_, ok, err := other.PopItem(ctx)
+		require.NoError(t, err)
+		require.True(t, ok)
+	})
+	_, _, popErr := s.PopItem(ctx)
+	require.ErrorIs(t, popErr, openaigo.ErrItemGone)
+
+	// batch/all-or-nothing: 25 items are two requests; the second fails
+	// and the first 20 stay.
+	c := openaigo.NewConversationsSession(fc.client(), openaigo.ConversationsOptions{})
+	id, err := c.ConversationID(ctx)
+	require.NoError(t, err)
+	fc.failNext("POST items", injected{}, injected{code: 400}) // the first passes (code 0: no failure)
+	err = c.AddItems(ctx, numberedMessages("b", 25))
+	require.ErrorIs(t, err, session.ErrOutcomeUnknown)
+	landed := len(fc.itemsOf(id))
+	require.Equal(t, 20, landed)
+
+	t.Logf("guarantees the Conversations API cannot give (reported, not skipped):\n"+
+		"  FAIL  pop/atomic             another writer's append between the read and the delete: the pop returned %s, not the newest item\n"+
+		"  FAIL  pop/concurrent         a concurrent pop between the read and the delete: %v\n"+
+		"  FAIL  batch/all-or-nothing   25 items, the second request refused: %d items stayed (the error wraps session.ErrOutcomeUnknown)",
+		popped, popErr, landed)
+}

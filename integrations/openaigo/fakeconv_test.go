@@ -72,6 +72,7 @@ type fakeConv struct {
 	produced  map[string]string     // fingerprint without id -> id, of the items the fakeAPI produced
 	rejected  []string              // the fake's own 400s on /v1/responses (duplicate ids)
 	requests  map[string]int        // by endpoint, every attempt
+	before    map[string][]func()   // run before the next request to an endpoint is handled (beforeNext)
 	convFails int                   // injected failures answered
 }
 
@@ -100,6 +101,7 @@ func newFakeConv(t testing.TB, api *fakeAPI) *fakeConv {
 	c := &fakeConv{
 		api: api, convs: map[string]*fakeConversation{}, fail: map[string][]injected{},
 		aliases: map[string]string{}, produced: map[string]string{}, requests: map[string]int{},
+		before: map[string][]func(){},
 	}
 	c.srv = httptest.NewServer(http.HandlerFunc(c.serve))
 	t.Cleanup(c.srv.Close)
@@ -124,6 +126,14 @@ func (c *fakeConv) failNext(endpoint string, fs ...injected) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.fail[endpoint] = append(c.fail[endpoint], fs...)
+}
+
+// beforeNext runs f before the next request to endpoint is handled, as
+// another client's requests landing in between.
+func (c *fakeConv) beforeNext(endpoint string, f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.before[endpoint] = append(c.before[endpoint], f)
 }
 
 func (c *fakeConv) count(endpoint string) int {
@@ -194,12 +204,25 @@ func (c *fakeConv) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.mu.Lock()
+	var f func()
+	if q := c.before[endpoint]; len(q) > 0 {
+		f, c.before[endpoint] = q[0], q[1:]
+	}
+	c.mu.Unlock()
+	if f != nil {
+		f()
+	}
+	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.requests[endpoint]++
 	var inj *injected
 	if q := c.fail[endpoint]; len(q) > 0 {
 		inj, c.fail[endpoint] = &q[0], q[1:]
-		c.convFails++
+		if inj.code == 0 { // a placeholder: this request passes
+			inj = nil
+		} else {
+			c.convFails++
+		}
 	}
 	if inj != nil && !inj.applied {
 		answerInjected(w, *inj)
