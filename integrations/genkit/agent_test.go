@@ -70,6 +70,9 @@ type approval struct {
 	Approved bool `json:"approved"`
 }
 
+// noConfig is the fake models' configuration: none.
+type noConfig struct{}
+
 // recorder keeps every model request, as JSON, across processes, and
 // counts the transfers the tool made.
 type recorder struct {
@@ -116,9 +119,9 @@ func defineBanker(t *testing.T, rec *recorder, store aix.SessionStore[bankState]
 	ctx, stop := context.WithCancel(context.Background())
 	t.Cleanup(stop)
 	g := genkit.Init(ctx, genkit.WithExperimental())
-	genkit.DefineModel(g, modelName, &ai.ModelOptions{
+	genkit.DefineModelAction(g, modelName, &ai.ModelOptions{
 		Supports: &ai.ModelSupports{Multiturn: true, SystemRole: true, Tools: true},
-	}, func(ctx context.Context, req *ai.ModelRequest, cb ai.ModelStreamCallback) (*ai.ModelResponse, error) {
+	}, func(ctx context.Context, req *ai.ModelRequest, _ *noConfig, cb ai.ModelStreamCallback) (*ai.ModelResponse, error) {
 		rec.record(req)
 		msg := answer(req)
 		if cb != nil {

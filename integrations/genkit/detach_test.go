@@ -24,8 +24,8 @@ func slowAgent(t *testing.T, store aix.SessionStore[bankState]) (agent *aix.Agen
 	t.Cleanup(stop)
 	g := genkit.Init(ctx, genkit.WithExperimental())
 	started, cancelled = make(chan struct{}, 1), make(chan struct{}, 1)
-	genkit.DefineModel(g, "test/slow", &ai.ModelOptions{Supports: &ai.ModelSupports{Multiturn: true, SystemRole: true}},
-		func(ctx context.Context, req *ai.ModelRequest, _ ai.ModelStreamCallback) (*ai.ModelResponse, error) {
+	genkit.DefineModelAction(g, "test/slow", &ai.ModelOptions{Supports: &ai.ModelSupports{Multiturn: true, SystemRole: true}},
+		func(ctx context.Context, req *ai.ModelRequest, _ *noConfig, _ ai.ModelStreamCallback) (*ai.ModelResponse, error) {
 			started <- struct{}{}
 			<-ctx.Done()
 			cancelled <- struct{}{}

@@ -29,8 +29,15 @@
 // snapshots' ids and CreatedAt; GetLatestSnapshot reads the index and
 // then the newest row. Both documents are checkpoints of the library's
 // sessions, so they expire with their sessions where the backend expires
-// data, are encrypted where the sessions are (NewFunc over
-// encrypted.New), and are seen by sessionctl like any other checkpoint.
+// data, and are encrypted where the sessions are (NewFunc over
+// encrypted.New).
+//
+// Where sessions expire (a ttl= option), each document expires with its own
+// session, and every save restarts its clock: a conversation's index is
+// written with each new snapshot, and its rows as they are saved, so the
+// newest row outlives the older ones; once the index has expired,
+// GetLatestSnapshot finds nothing and the session id starts a new
+// conversation.
 //
 // Nothing is ever deleted: genkit's interface has no delete, and genkit's
 // in-memory store keeps every snapshot too. The index grows by one short
@@ -76,8 +83,10 @@
 // instance over a reopened store, and further turns after another restart,
 // on memory, SQLite, PostgreSQL, Redis, Redis Cluster and MongoDB: every
 // model request and the final session state equal what genkit's
-// localstore.InMemorySessionStore gives, and the tool runs once. The
-// store's contract is checked against genkit's in-memory store on the
-// same operations, and two writers over independent clients race on one
-// row.
+// localstore.InMemorySessionStore gives, and the tool runs once; a
+// detached turn aborted from another process (another genkit instance and
+// client) stops and settles as aborted, as it does within one process on
+// genkit's in-memory store. The store's contract is checked against
+// genkit's in-memory store on the same operations, and two writers over
+// independent clients race on one row.
 package genkit

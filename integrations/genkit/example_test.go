@@ -14,6 +14,9 @@ import (
 	genkitstore "github.com/agentsessions/sessions/integrations/genkit"
 )
 
+// counterConfig is the example model's configuration: none.
+type counterConfig struct{}
+
 type chatState struct {
 	Turns int `json:"turns"`
 }
@@ -28,8 +31,8 @@ func startAgent(ctx context.Context, st adapters.Store) *aix.Agent[chatState] {
 		log.Fatal(err)
 	}
 	g := genkit.Init(ctx, genkit.WithExperimental())
-	genkit.DefineModel(g, "example/counter", &ai.ModelOptions{Supports: &ai.ModelSupports{Multiturn: true, SystemRole: true}},
-		func(ctx context.Context, req *ai.ModelRequest, cb ai.ModelStreamCallback) (*ai.ModelResponse, error) {
+	genkit.DefineModelAction(g, "example/counter", &ai.ModelOptions{Supports: &ai.ModelSupports{Multiturn: true, SystemRole: true}},
+		func(ctx context.Context, req *ai.ModelRequest, _ *counterConfig, cb ai.ModelStreamCallback) (*ai.ModelResponse, error) {
 			msg := ai.NewModelTextMessage(fmt.Sprintf("%d messages so far", len(req.Messages)))
 			if cb != nil {
 				if err := cb(ctx, &ai.ModelResponseChunk{Role: ai.RoleModel, Content: msg.Content}); err != nil {

@@ -66,8 +66,8 @@ type Options struct {
 	SessionPrefix string
 	// SnapshotPrefix maps a snapshot id x to the id of the session that
 	// keeps its row, SnapshotPrefix+x; DefaultSnapshotPrefix when empty.
-	// It must differ from SessionPrefix, or a snapshot id could name a
-	// conversation's session.
+	// A row and an index never clash, even in one session: their
+	// checkpoint names differ.
 	SnapshotPrefix string
 	// Attempts bounds SaveSnapshot's load, apply, compare-and-set rounds
 	// (DefaultAttempts when 0). With 1, a writer whose row changed since
@@ -117,9 +117,6 @@ func NewFunc[State any](open func(id string) (session.Session, error), opts Opti
 	}
 	if opts.SnapshotPrefix == "" {
 		opts.SnapshotPrefix = DefaultSnapshotPrefix
-	}
-	if opts.SnapshotPrefix == opts.SessionPrefix {
-		return nil, fmt.Errorf("genkit: SnapshotPrefix and SessionPrefix are both %q", opts.SnapshotPrefix)
 	}
 	if opts.Attempts < 0 {
 		return nil, fmt.Errorf("genkit: Attempts is %d, want 0 (the default) or more", opts.Attempts)

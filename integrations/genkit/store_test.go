@@ -369,8 +369,6 @@ func TestOptions(t *testing.T) {
 		opts genkitstore.Options
 		want string
 	}{
-		{genkitstore.Options{SessionPrefix: genkitstore.DefaultSnapshotPrefix}, "both"},
-		{genkitstore.Options{SessionPrefix: "x", SnapshotPrefix: "x"}, "both"},
 		{genkitstore.Options{Attempts: -1}, "Attempts"},
 		{genkitstore.Options{PollInterval: -time.Second}, "PollInterval"},
 	} {
