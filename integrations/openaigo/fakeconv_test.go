@@ -74,6 +74,7 @@ type fakeConv struct {
 	requests  map[string]int        // by endpoint, every attempt
 	before    map[string][]func()   // run before the next request to an endpoint is handled (beforeNext)
 	convFails int                   // injected failures answered
+	aliased   int                   // input items to /v1/responses whose id was put back
 }
 
 type fakeConversation struct {
@@ -587,6 +588,7 @@ func (c *fakeConv) responses(w http.ResponseWriter, r *http.Request) {
 				seen[id] = true
 				if orig, ok := c.aliases[id]; ok {
 					input[i] = replaceID(raw, id, orig)
+					c.aliased++
 				}
 			}
 			if msg != "" {
@@ -628,6 +630,14 @@ func (c *fakeConv) responses(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(rec.Code)
 	_, _ = w.Write(rec.Body.Bytes())
+}
+
+// aliasedInputs returns how many input items sent to /v1/responses had
+// their conversation id put back to the response item's.
+func (c *fakeConv) aliasedInputs() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.aliased
 }
 
 // stats returns the duplicate-id rejections and the injected failures
