@@ -65,18 +65,23 @@ func (s *Session) SaveCheckpoint(ctx context.Context, name string, doc []byte, v
 // commit script (EVALSHA), in either layout: it checks the stored version
 // and the type of every key it writes before its first write, then writes
 // the metadata as the append script does, pushes the items (passed in
-// ARGV) and saves the checkpoint. A conflict (an error wrapping
-// session.ErrCheckpointConflict) or a failure writes nothing. An empty
+// ARGV) and saves the checkpoint. In the native layout without a TTL, once
+// this handle has written to the session, it is instead one transaction:
+// MULTI, RPUSH of the items, EVAL of a short fence script that checks the
+// version and saves the checkpoint or takes the items back off, EXEC (see
+// "Checkpoints" in the package documentation). A conflict (an error
+// wrapping session.ErrCheckpointConflict) or a failure writes nothing. An empty
 // batch only saves the checkpoint (and writes no metadata). With a TTL
 // every key of the session, the checkpoint hash included, gets the full
 // TTL. The batch is validated and its size checked against MaxBatchBytes
 // before anything is sent; once sent, the commit runs to completion even
 // if ctx is cancelled meanwhile.
 //
-// The commit is sent at most once (see once): a lost reply is an error,
-// never a resend that could append the batch twice. A server that lost its
-// script cache answers the EVALSHA with NOSCRIPT having run nothing (the
-// push is inside the script), so the script is then sent once with EVAL.
+// The commit is sent at most once (see once): a lost reply is an error
+// wrapping session.ErrOutcomeUnknown, never a resend that could append the
+// batch twice. A server that lost its script cache answers the EVALSHA with
+// NOSCRIPT having run nothing (the push is inside the script), so the
+// script is then sent once with EVAL; the fence is always sent with EVAL.
 func (s *Session) AppendWithCheckpoint(ctx context.Context, items []session.Item, name string, doc []byte, version int64) (int64, error) {
 	if err := s.begin(ctx); err != nil {
 		return 0, err
@@ -94,12 +99,24 @@ func (s *Session) AppendWithCheckpoint(ctx context.Context, items []session.Item
 	if s.st.opts.Layout == LayoutPython {
 		sc = pythonCommitScript
 	}
-	argv := s.writeArgs(items, name, doc, strconv.FormatInt(version, 10))
+	expected := strconv.FormatInt(version, 10)
+	fenced := len(items) > 0 && s.st.opts.Layout == LayoutNative && s.st.ttlMS == 0 && s.listed.Load()
 	wctx := context.WithoutCancel(ctx)
 	var ok bool
 	var got int64
 	err := s.st.write(wctx, s.keys[0], func(p processor) (bool, error) {
-		res, err := s.st.runOn(wctx, p, sc, s.all, argv...).Slice()
+		if fenced {
+			res, err := s.commitFenced(wctx, p, items, name, doc, expected)
+			if err != nil {
+				return false, err
+			}
+			if res[0] != int64(fenceFallback) {
+				ok, got, err = casReply(res)
+				return ok, err
+			}
+			s.listed.Store(false) // the list was gone: the script writes its metadata
+		}
+		res, err := s.st.runOn(wctx, p, sc, s.all, s.writeArgs(items, name, doc, expected)...).Slice()
 		if err != nil {
 			return false, err
 		}
@@ -112,7 +129,52 @@ func (s *Session) AppendWithCheckpoint(ctx context.Context, items []session.Item
 	if !ok {
 		return 0, s.conflict("save", name, got, version)
 	}
+	if len(items) > 0 {
+		s.listed.Store(true)
+	}
 	return got, nil
+}
+
+// fenceFallback is the fence's answer when the commit script must run
+// instead (see fenceSrc).
+const fenceFallback = 2
+
+// commitFenced is the native layout's commit of a non-empty batch onto a
+// list that existed at this handle's last write, with no TTL: MULTI, RPUSH
+// of the items, EVAL of the fence (fenceSrc), EXEC, in one round trip, sent
+// at most once. The fence sees the batch only by its length: a conflict or
+// a failure takes the just-pushed items back off in the same transaction,
+// so nothing else runs between the push and its undoing, and nothing is
+// left of the commit. It returns the fence's reply, of which a first
+// value of fenceFallback means that nothing was written and the commit
+// script must run.
+func (s *Session) commitFenced(ctx context.Context, p processor, items []session.Item, name string, doc []byte, expected string) ([]any, error) {
+	push := s.pushCmd(ctx, "rpush", items)
+	args := evalArgs("eval", fenceSrc, s.all, 4)
+	fence := goredis.NewCmd(ctx, append(args, name, doc, expected, len(items))...)
+	fence.SetFirstKeyPos(3)
+	_, err := p.TxPipelined(ctx, func(tx goredis.Pipeliner) error {
+		_ = tx.Process(ctx, onceInt{push})
+		_ = tx.Process(ctx, once{fence})
+		return nil
+	})
+	if err != nil && !answered(err) {
+		return nil, err
+	}
+	if perr := push.Err(); perr != nil {
+		return nil, perr // the fence's LLEN failed too: nothing was written
+	}
+	res, ferr := fence.Slice()
+	if ferr != nil {
+		return nil, ferr
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(res) != 2 {
+		return nil, fmt.Errorf("unexpected fence reply of %d values", len(res))
+	}
+	return res, nil
 }
 
 // DeleteCheckpoint removes the checkpoint under name if its stored version

@@ -82,8 +82,14 @@
 //	SaveCheckpoint 1 EVALSHA of the commit script: version check, version and document, PEXPIRE
 //	                 every key
 //	AppendWithCheckpoint
-//	              1  EVALSHA of the commit script, the items in ARGV: version and key types
-//	                 checked, then the metadata, RPUSH, version and document, PEXPIRE every key
+//	              1  native, no TTL, onto a session the handle wrote to before: MULTI, RPUSH of
+//	                 the items, EVAL of the fence (LLEN, HGET of the version; on a conflict or a
+//	                 failure LTRIM takes the items back off; else HSET of version and document),
+//	                 EXEC; 1 more, the commit script, when the fence finds that the push created
+//	                 the list (someone deleted the history) or a version it leaves to the script
+//	              1  otherwise: EVALSHA of the commit script, the items in ARGV: version and key
+//	                 types checked, then the metadata, RPUSH, version and document, PEXPIRE
+//	                 every key
 //	LoadCheckpoint 1 HMGET of the version and the document (a script with RefreshOnRead and a TTL)
 //	DeleteCheckpoint 1 EVALSHA: version check, HDEL
 //	ListCheckpoints 1 HKEYS of the checkpoint hash
@@ -216,7 +222,20 @@
 // version) before its first write, so a failure, like a conflict, leaves
 // everything as it was, byte for byte. The items pass through the
 // script's ARGV, so that an EVALSHA the server answers with NOSCRIPT has
-// pushed nothing and is sent again, once, with EVAL. Clear and a replace
+// pushed nothing and is sent again, once, with EVAL. In the native layout
+// without a TTL, a handle that has written to the session before commits
+// more cheaply (getting the items into Lua costs more than pushing them):
+// MULTI, a plain RPUSH of the items, the fence, EXEC. The fence is a short
+// script that sees only the number of items pushed: it checks the version
+// and, on a conflict or a failure, takes the items back off with LTRIM,
+// inside the same transaction, so nothing else runs between the push and
+// its undoing and the commit leaves nothing, byte for byte. It is sent
+// with EVAL, never EVALSHA: EXEC rolls nothing back, so an EVALSHA
+// answered NOSCRIPT there would leave the push without its checkpoint.
+// When the push created the list (the history was deleted since), the
+// fence takes it back off and the commit script runs. (A fenced commit that
+// writes nothing still shows as an RPUSH and an LTRIM to keyspace
+// notifications and to another client's WATCH of the items list.) Clear and a replace
 // with no items keep the checkpoint hash (and the pop records: see "Lost
 // replies"); RemoveSession (and sessionctl check's cleanup, through the
 // URL store) deletes them with the rest, and MovePrefix moves the

@@ -243,8 +243,9 @@ return {1, v}
 // EVALSHA the server answers with NOSCRIPT has then written nothing, and
 // the client can send the script again with EVAL. (A native RPUSH in a
 // MULTI/EXEC beside an EVALSHA would be pushed even when the EVALSHA
-// fails with NOSCRIPT at EXEC; beside an EVAL of the source it costs more
-// latency than this script: docs/performance.md.)
+// fails with NOSCRIPT at EXEC; beside an EVAL of the short fenceSrc it is
+// cheaper than this script, and AppendWithCheckpoint commits so when it
+// can: docs/performance.md.)
 const commitSrc = commitHeadSrc + `
 if n >= first then
 ` + nativeStampSrc + pushSrc + `
@@ -260,6 +261,36 @@ redis.call('LLEN', KEYS[1])
 ` + pythonStampSrc + pushSrc + `
 end
 ` + commitTailSrc
+
+// fenceSrc is the version fence of the native layout's AppendWithCheckpoint
+// on an existing session without a TTL (see Session.commitFenced): it runs
+// in a MULTI/EXEC right after a plain RPUSH of the batch, sees none of the
+// items (passing them into Lua costs more than the push), and is sent with
+// EVAL, never EVALSHA: an EVALSHA answered NOSCRIPT inside EXEC would leave
+// the RPUSH applied without its checkpoint (EXEC rolls nothing back), and
+// EVAL cannot be answered NOSCRIPT. Its text is short because the server
+// hashes it on every call.
+//
+// ARGV: the checkpoint's name, document, expected version and the number n
+// of items pushed. LLEN fails, writing nothing, when the items key is of
+// another type (the RPUSH failed too). The fence takes the n items back off
+// (LTRIM) and returns, having changed nothing, {0, stored version} on a
+// conflict, {2, "0"} when the commit script must run instead (the push
+// created the list, whose metadata the script writes; the stored version
+// is not a short decimal number, which the script advances or refuses),
+// and the HGET's error on a checkpoint key of another type. Otherwise it
+// advances the version and stores the document: {1, new version}.
+const fenceSrc = `local c,n,f=KEYS[#KEYS],tonumber(ARGV[4]),'v:'..ARGV[1]
+local l=redis.call('LLEN',KEYS[1])
+local h=redis.pcall('HGET',c,f)
+local r
+if type(h)=='table' then r=h
+elseif l==n or h and(h==''or #h>14 or h:find('%D'))then r={2,'0'}
+else h=h or'0' if ARGV[3]~='-1'and ARGV[3]~=h then r={0,h}end end
+if r then redis.call('LTRIM',KEYS[1],0,-n-1)return r end
+local v=string.format('%d',h+1)
+redis.call('HSET',c,f,v,'d:'..ARGV[1],ARGV[2])
+return{1,v}`
 
 // deleteCheckpointSrc deletes checkpoint ARGV[1] of the hash KEYS[1] if
 // its version is ARGV[2] (or ARGV[2] is "-1"); it returns {1, version

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -27,6 +28,11 @@ type Session struct {
 	// pops is the key of the session's pop record index (popIndexPart),
 	// which the pop scripts take before the pop record key.
 	pops string
+	// listed says the items list existed after this handle's last write
+	// (native layout): AppendWithCheckpoint then commits with the fence
+	// (commitFenced), which falls back to the commit script when the list
+	// turns out to be gone.
+	listed atomic.Bool
 }
 
 var (
@@ -216,6 +222,7 @@ func (s *Session) AddItems(ctx context.Context, items []session.Item) error {
 	if err != nil {
 		return fmt.Errorf("redis: append to session %q: %w", s.id, err)
 	}
+	s.listed.Store(true)
 	return nil
 }
 
