@@ -65,6 +65,8 @@ type CompactionContext struct {
 	Mode       session.CompactionMode // resolved: previous_response_id or input
 	Candidates []session.Item         // every item but user messages and compaction items
 	Items      []session.Item         // the whole history
+	// (Candidates and Items are the session's own: read them, do not
+	// change their elements.)
 }
 
 // CompactionReport says what one compaction did.
@@ -205,7 +207,7 @@ func (c *compacting) Items(ctx context.Context) ([]session.Item, error) {
 }
 
 func (c *compacting) AddItems(ctx context.Context, items []session.Item) error {
-	err := session.Append(ctx, c.inner, items)
+	err := c.inner.AddItems(ctx, items)
 	c.appended(items, err)
 	return err
 }
@@ -250,7 +252,9 @@ func (c *compacting) forget() {
 func (c *compacting) known(ctx context.Context) (items, cands []session.Item, err error) {
 	c.mu.Lock()
 	if c.seen != nil {
-		items, cands = slices.Clone(c.seen), slices.Clone(c.candidates)
+		// Clipped, not copied: an append to them cannot reach ours, and
+		// appended only grows ours, so the hook sees a stable prefix.
+		items, cands = slices.Clip(c.seen), slices.Clip(c.candidates)
 		c.mu.Unlock()
 		return items, cands, nil
 	}
@@ -263,7 +267,7 @@ func (c *compacting) known(ctx context.Context) (items, cands []session.Item, er
 	c.mu.Lock()
 	c.seen, c.candidates = slices.Clone(items), slices.Clone(cands)
 	c.mu.Unlock()
-	return items, cands, nil
+	return slices.Clip(items), slices.Clip(cands), nil
 }
 
 // candidates are the items a compaction counts: all but user messages and

@@ -76,16 +76,16 @@ func compact(t testing.TB, b []byte) string {
 // data lives in the process.
 type backend struct {
 	name string
-	open func(t *testing.T) (sess func(id string) session.Session, reopen func() func(id string) session.Session)
+	open func(t testing.TB) (sess func(id string) session.Session, reopen func() func(id string) session.Session)
 }
 
-func sqliteURL(t *testing.T) string {
+func sqliteURL(t testing.TB) string {
 	return "sqlite://" + filepath.Join(t.TempDir(), "agent.db")
 }
 
 // openURL opens dsn and returns its session function, closing the store
 // at the end of the test.
-func openURL(t *testing.T, dsn string, wrap func(session.Session) session.Session) func(id string) session.Session {
+func openURL(t testing.TB, dsn string, wrap func(session.Session) session.Session) func(id string) session.Session {
 	t.Helper()
 	st, err := adapters.Open(context.Background(), dsn)
 	require.NoError(t, err)
@@ -100,7 +100,7 @@ func openURL(t *testing.T, dsn string, wrap func(session.Session) session.Sessio
 	}
 }
 
-func encryptedWrap(t *testing.T) func(session.Session) session.Session {
+func encryptedWrap(t testing.TB) func(session.Session) session.Session {
 	return func(s session.Session) session.Session {
 		e, err := encrypted.New(s, encrypted.Options{Keys: []encrypted.Key{{Secret: "correct horse battery staple"}}})
 		require.NoError(t, err)
@@ -109,8 +109,8 @@ func encryptedWrap(t *testing.T) func(session.Session) session.Session {
 }
 
 func backends() []backend {
-	onFile := func(wrap func(t *testing.T) func(session.Session) session.Session) func(t *testing.T) (func(string) session.Session, func() func(string) session.Session) {
-		return func(t *testing.T) (func(string) session.Session, func() func(string) session.Session) {
+	onFile := func(wrap func(t testing.TB) func(session.Session) session.Session) func(t testing.TB) (func(string) session.Session, func() func(string) session.Session) {
+		return func(t testing.TB) (func(string) session.Session, func() func(string) session.Session) {
 			dsn := sqliteURL(t)
 			var w func(session.Session) session.Session
 			if wrap != nil {
@@ -120,7 +120,7 @@ func backends() []backend {
 		}
 	}
 	return []backend{
-		{"memory", func(t *testing.T) (func(string) session.Session, func() func(string) session.Session) {
+		{"memory", func(t testing.TB) (func(string) session.Session, func() func(string) session.Session) {
 			st := memory.New(memory.Options{})
 			f := func(id string) session.Session {
 				s, err := st.Session(id)
@@ -143,7 +143,7 @@ func everyBackend() []backend {
 		if b.Name == "memory" || b.Name == "sqlite" {
 			continue
 		}
-		out = append(out, backend{b.Name, func(t *testing.T) (func(string) session.Session, func() func(string) session.Session) {
+		out = append(out, backend{b.Name, func(t testing.TB) (func(string) session.Session, func() func(string) session.Session) {
 			dsn := b.URL(t)
 			return openURL(t, dsn, nil), func() func(string) session.Session { return openURL(t, dsn, nil) }
 		}})
