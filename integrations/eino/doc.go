@@ -16,6 +16,14 @@
 //
 // The same Store serves compose graphs (compose.WithCheckPointStore).
 //
+// eino's session event log (adk.SessionEventStore, eino v0.10 on: a Runner
+// with a SessionID keeps the conversation as events) is in the nested
+// module github.com/agentsessions/sessions/integrations/eino/events,
+// pinned to eino's v0.10 alpha line; that Runner takes this Store as its
+// CheckPointStore (that module's tests run this package against eino
+// v0.10.0-alpha.12, whose Runner deletes a consumed checkpoint through
+// Delete).
+//
 // # Where a checkpoint lives
 //
 // Each eino checkpoint id maps to one session: the session id is the

@@ -193,16 +193,22 @@ func runScript(t *testing.T, open func() stores, streaming bool) *recorder {
 
 	st := open()
 	id, final := outcome(t, newRunner(t, rec, st, streaming).Query(ctx, userAsk))
+	_, parked, err := st.cps.Get(ctx, runnerCheckpointID)
+	require.NoError(t, err)
 	st.close()
 	require.NotEmpty(t, id, "turn 1 interrupts for approval")
 	require.Empty(t, final)
+	require.True(t, parked, "the interrupt is checkpointed")
 
 	for _, decision := range []string{"later", "approved"} {
 		st = open()
 		iter, err := newRunner(t, rec, st, streaming).ResumeWithParams(ctx, "", &adk.ResumeParams{Targets: map[string]any{id: decision}})
 		require.NoError(t, err, "resume with %q", decision)
 		nextID, final := outcome(t, iter)
+		_, parked, err := st.cps.Get(ctx, runnerCheckpointID)
+		require.NoError(t, err)
 		st.close()
+		require.Equal(t, decision == "later", parked, "a checkpoint while interrupted, none once done (the Runner deletes it through CheckPointDeleter)")
 		if decision == "later" {
 			require.NotEmpty(t, nextID, "asked later: interrupts again")
 			require.Empty(t, final)
@@ -220,6 +226,11 @@ func runScript(t *testing.T, open func() stores, streaming bool) *recorder {
 	require.Equal(t, 1, rec.runs, "the tool transferred exactly once")
 	return rec
 }
+
+// runnerCheckpointID is the checkpoint id eino v0.10's Runner uses for a
+// session's interrupt when Resume is given none ("session/" + id +
+// "/runner_checkpoint").
+const runnerCheckpointID = "session/" + sessionID + "/runner_checkpoint"
 
 // uuids matches the ids eino draws at random (message ids, event ids).
 var uuids = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
