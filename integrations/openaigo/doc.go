@@ -104,6 +104,32 @@
 //     between its side effect and its Output offers the call for approval
 //     again, and a second process may run it at the same time.
 //
+// # Compaction
+//
+// NewCompactionSession wraps any session in the Python and JS SDKs'
+// compaction session: after a saved turn the runner asks it to compact,
+// ShouldCompact decides (10 candidates by default: every item but user
+// messages and compaction items), and the output of the API's compact
+// endpoint (the user messages, then one opaque compaction item) becomes
+// the history. runstate.Run drives it as the Python runner does: after
+// each saved turn with a response id, once its checkpoint holds nothing
+// pending; deferred, then forced at the next turn, when the turn carries
+// tool outputs or while anything of the run stands open (an awaited,
+// claimed or held call), so a call is never cut from its output:
+//
+//	s, err := openaigo.NewCompactionSession(store, client, openaigo.CompactionOptions{})
+//	run, err := runstate.Open(ctx, s, opts)
+//	err = openaigo.Turn(ctx, run, resp)           // saved, then compacted if due
+//
+// Unlike Python's, which clears the session and adds the output, the
+// history is replaced atomically against the version the compaction read
+// (session.VersionedReplacer, on every adapter of this library): a turn
+// another process appends while the compact request is out is kept after
+// the compacted output, and a process killed at any instant leaves the
+// old history or the compacted one, never an empty one. The wrapper
+// refuses a session whose history the API keeps (ErrServerHistory), such
+// as a ConversationsSession.
+//
 // Items that rode a checkpoint document come back from it with sorted keys
 // (the document is written in the Python RunState layout), so a withheld
 // response resumed by another process lands JSON-equal to what the API
