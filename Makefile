@@ -20,12 +20,13 @@ PKGS        := ./...
 # Where the tests note each skip for a server that could not be started.
 SKIPLOG     := $(or $(TMPDIR),/tmp)/agentsessions-skipped-backends
 
-.PHONY: test vet lint bench fuzz launcher reliability chart
+.PHONY: test vet lint bench fuzz launcher outside reliability chart
 
-## test: vet, then every test with -race against every backend the suite can
-## start, in the library and in each nested module. The reliability campaign
-## runs at its short setting as part of it (internal/testkit/crashtest, internal/testkit/reliability).
-test: vet launcher
+## test: vet, the launcher's build, the outside build (README.md's go.mod),
+## then every test with -race against every backend the suite can start, in
+## the library and in each nested module. The reliability campaign runs at
+## its short setting as part of it (internal/testkit/crashtest, internal/testkit/reliability).
+test: vet launcher outside
 	@rm -f $(SKIPLOG)
 	SESSIONS_SKIP_LOG=$(SKIPLOG) $(GO) test -race -count=1 -timeout 25m $(PKGS)
 	@for m in $(RACED); do echo "== $$m"; (cd $$m && SESSIONS_SKIP_LOG=$(SKIPLOG) $(GO) test -race -count=1 -timeout 10m ./...) || exit 1; done
@@ -52,6 +53,11 @@ reliability: launcher
 ## a cold build (minutes on a fresh machine) happens here and not inside a test.
 launcher:
 	$(GO) build -C $(LAUNCHER) -o /dev/null .
+
+## outside: README.md's "Depend on it" go.mod, byte for byte, in modules
+## outside the checkout: go mod tidy, go build, go run (scripts/outside.sh).
+outside:
+	GO=$(GO) scripts/outside.sh
 
 vet:
 	$(GO) vet $(PKGS)
