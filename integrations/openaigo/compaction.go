@@ -2,6 +2,7 @@ package openaigo
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -410,6 +411,13 @@ func (c *compacting) compact(ctx context.Context, responseID string, mode sessio
 		if err != nil {
 			return rep, fmt.Errorf("openaigo: compact: %w", err)
 		}
+		if mode == session.CompactionPreviousResponseID && !keepsUsers(out, items) {
+			// The stored response did not see all of this history (a turn
+			// another process appended before it was saved): compact what
+			// is stored here instead, losing nothing.
+			mode = session.CompactionInput
+			continue
+		}
 		if !versioned {
 			if err := session.Replace(ctx, c.inner, out); err != nil {
 				c.forget()
@@ -526,6 +534,48 @@ func (c *compacting) request(ctx context.Context, mode session.CompactionMode, r
 		}
 	}
 	return out, nil
+}
+
+// keepsUsers reports whether out, a compaction's output, holds the text of
+// every user message of items, in order: the API's output is "all user
+// messages, then one compaction item" (in its own shape), so a user
+// message of items missing from it was not in the response chain it
+// compacted.
+func keepsUsers(out, items []session.Item) bool {
+	j := 0
+	for _, it := range items {
+		if !isUserMessage(it) {
+			continue
+		}
+		text := userText(it)
+		for j < len(out) && !(isUserMessage(out[j]) && userText(out[j]) == text) {
+			j++
+		}
+		if j == len(out) {
+			return false
+		}
+		j++
+	}
+	return true
+}
+
+// userText is the text of a user message: its content when a string,
+// else its parts' texts, joined.
+func userText(it session.Item) string {
+	raw, _ := it.Field("content")
+	var text string
+	if json.Unmarshal(raw, &text) == nil {
+		return text
+	}
+	var parts []struct {
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(raw, &parts)
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.Text)
+	}
+	return b.String()
 }
 
 // openTurn says why items cannot be compacted now, or "": a call still

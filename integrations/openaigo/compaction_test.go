@@ -300,3 +300,36 @@ func TestCompactionRequestFailures(t *testing.T) {
 	got, _ = session.All(ctx, mem)
 	assert.Len(t, got, 4)
 }
+
+// A turn another process appended after the model's response was stored
+// is not in that response's chain: a compaction by previous_response_id
+// would drop it (Python's does). Ours finds its user message missing from
+// the output and compacts the stored history instead.
+func TestCompactionByResponseKeepsWhatItDidNotSee(t *testing.T) {
+	ctx := context.Background()
+	api := newFakeAPI(t, answerScript)
+	client := newClient(api.URL())
+	mem := memSession(t, "conv")
+	s := newCompacting(t, mem, api, openaigo.CompactionOptions{ShouldCompact: func(openaigo.CompactionContext) bool { return true }})
+	addTurns(t, s, 1, 1)
+	h := openaigo.New(s, openaigo.Options{})
+	params, err := h.Params(ctx, responses.ResponseNewParams{Model: "gpt-5"})
+	require.NoError(t, err)
+	resp, err := client.Responses.New(ctx, params)
+	require.NoError(t, err)
+	require.NoError(t, session.Append(ctx, mem, noteItems(1))) // another process, while the response was out
+	require.NoError(t, h.AddResponse(ctx, resp))
+
+	yes := true
+	require.NoError(t, compactNow(ctx, s, session.CompactionArgs{ResponseID: resp.ID, Store: &yes}))
+	var got []string
+	for _, c := range api.compactions() {
+		got = append(got, fmt.Sprintf("previous=%s input=%d", c.Previous, c.Input))
+	}
+	assert.Equal(t, []string{"previous=resp_001 input=0", "previous= input=7"}, got)
+	items, err := session.All(ctx, s)
+	require.NoError(t, err)
+	users, n := shape(items)
+	assert.Equal(t, []string{`"question 1"`, `"note 1"`}, users)
+	assert.Equal(t, 1, n)
+}
