@@ -333,3 +333,13 @@ func TestCompactionByResponseKeepsWhatItDidNotSee(t *testing.T) {
 	assert.Equal(t, []string{`"question 1"`, `"note 1"`}, users)
 	assert.Equal(t, 1, n)
 }
+
+// The compaction session refuses a ConversationsSession, whose history the
+// API keeps, with a typed error.
+func TestCompactionRefusesConversations(t *testing.T) {
+	api := newFakeAPI(t, e2eScript)
+	client := newClient(api.URL())
+	conv := openaigo.NewConversationsSession(&client, openaigo.ConversationsOptions{})
+	_, err := openaigo.NewCompactionSession(conv, client, openaigo.CompactionOptions{})
+	assert.ErrorIs(t, err, openaigo.ErrServerHistory)
+}
