@@ -94,7 +94,7 @@ func runCompacted(t *testing.T, reopen func() func(string) session.Session, n in
 		lg.requests += r.Requests
 	}
 	process := func() (session.Session, *runstate.Run) {
-		s, err := openaigo.NewCompactionSession(reopen()("conv"), client, openaigo.CompactionOptions{Observe: observe})
+		s, err := openaigo.NewCompactionSession(reopen()("conv"), &client, openaigo.CompactionOptions{Observe: observe})
 		require.NoError(t, err)
 		run, err := runstate.Open(ctx, s, approvalOpts)
 		require.NoError(t, err)

@@ -116,7 +116,10 @@ type CompactionReport struct {
 //
 // s must not report session.IDInsensitive (ErrServerHistory), and the
 // model must be an OpenAI model (ErrCompactionModel).
-func NewCompactionSession(s session.Session, client openai.Client, opts CompactionOptions) (session.Session, error) {
+func NewCompactionSession(s session.Session, client *openai.Client, opts CompactionOptions) (session.Session, error) {
+	if client == nil {
+		return nil, errors.New("openaigo: NewCompactionSession needs a client")
+	}
 	if capwrap.IgnoresIDs(s) {
 		return nil, ErrServerHistory
 	}
@@ -186,7 +189,7 @@ func isOpenAIModel(model string) bool {
 // compacting is the compaction session's core.
 type compacting struct {
 	inner  session.Session
-	client openai.Client
+	client *openai.Client
 	opts   CompactionOptions
 
 	run sync.Mutex // one compaction at a time in this value

@@ -35,7 +35,7 @@ func BenchmarkCompactionOverhead(b *testing.B) {
 			open, _ := be.open(b)
 			api := newFakeAPI(b, e2eScript)
 			bare := open(fmt.Sprintf("bare-%d", time.Now().UnixNano()))
-			wrapped, err := openaigo.NewCompactionSession(open(fmt.Sprintf("wrapped-%d", time.Now().UnixNano())), newClient(api.URL()),
+			wrapped, err := openaigo.NewCompactionSession(open(fmt.Sprintf("wrapped-%d", time.Now().UnixNano())), ptr(newClient(api.URL())),
 				openaigo.CompactionOptions{ShouldCompact: func(openaigo.CompactionContext) bool { return false }})
 			if err != nil {
 				b.Fatal(err)

@@ -37,7 +37,7 @@ func addTurns(t *testing.T, s session.Session, from, to int) {
 
 func newCompacting(t *testing.T, s session.Session, api *fakeAPI, opts openaigo.CompactionOptions) session.Session {
 	t.Helper()
-	c, err := openaigo.NewCompactionSession(s, newClient(api.URL()), opts)
+	c, err := openaigo.NewCompactionSession(s, ptr(newClient(api.URL())), opts)
 	require.NoError(t, err)
 	return c
 }
@@ -155,20 +155,20 @@ func (serverHistory) IgnoreIDsForMatching() bool { return true }
 
 func TestCompactionRefuses(t *testing.T) {
 	api := newFakeAPI(t, e2eScript)
-	_, err := openaigo.NewCompactionSession(serverHistory{memSession(t, "conv")}, newClient(api.URL()), openaigo.CompactionOptions{})
+	_, err := openaigo.NewCompactionSession(serverHistory{memSession(t, "conv")}, ptr(newClient(api.URL())), openaigo.CompactionOptions{})
 	assert.ErrorIs(t, err, openaigo.ErrServerHistory)
 	for model, ok := range map[string]bool{
 		"gpt-4.1": true, "o3": true, "o4-mini": true, "ft:gpt-4o-mini:org:proj:x": true, " gpt-5 ": true,
 		"claude-3": false, "omni": false, "o": false, "ft:claude": false, "gpt4": false,
 	} {
-		_, err := openaigo.NewCompactionSession(memSession(t, "conv"), newClient(api.URL()), openaigo.CompactionOptions{Model: model})
+		_, err := openaigo.NewCompactionSession(memSession(t, "conv"), ptr(newClient(api.URL())), openaigo.CompactionOptions{Model: model})
 		if ok {
 			assert.NoError(t, err, model)
 		} else {
 			assert.ErrorIs(t, err, openaigo.ErrCompactionModel, model)
 		}
 	}
-	_, err = openaigo.NewCompactionSession(memSession(t, "conv"), newClient(api.URL()), openaigo.CompactionOptions{Mode: "summary"})
+	_, err = openaigo.NewCompactionSession(memSession(t, "conv"), ptr(newClient(api.URL())), openaigo.CompactionOptions{Mode: "summary"})
 	assert.ErrorContains(t, err, `unknown compaction mode "summary"`)
 }
 
@@ -340,6 +340,8 @@ func TestCompactionRefusesConversations(t *testing.T) {
 	api := newFakeAPI(t, e2eScript)
 	client := newClient(api.URL())
 	conv := openaigo.NewConversationsSession(&client, openaigo.ConversationsOptions{})
-	_, err := openaigo.NewCompactionSession(conv, client, openaigo.CompactionOptions{})
+	_, err := openaigo.NewCompactionSession(conv, &client, openaigo.CompactionOptions{})
 	assert.ErrorIs(t, err, openaigo.ErrServerHistory)
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -117,7 +117,7 @@
 // tool outputs or while anything of the run stands open (an awaited,
 // claimed or held call), so a call is never cut from its output:
 //
-//	s, err := openaigo.NewCompactionSession(store, client, openaigo.CompactionOptions{})
+//	s, err := openaigo.NewCompactionSession(store, &client, openaigo.CompactionOptions{})
 //	run, err := runstate.Open(ctx, s, opts)
 //	err = openaigo.Turn(ctx, run, resp)           // saved, then compacted if due
 //

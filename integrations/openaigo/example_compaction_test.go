@@ -53,7 +53,7 @@ func ExampleNewCompactionSession() {
 	defer st.Close()
 	inner, _ := st.Session("conversation-7")
 
-	s, err := openaigo.NewCompactionSession(inner, client, openaigo.CompactionOptions{
+	s, err := openaigo.NewCompactionSession(inner, &client, openaigo.CompactionOptions{
 		Mode:          session.CompactionInput,
 		ShouldCompact: func(c openaigo.CompactionContext) bool { return len(c.Candidates) >= 4 },
 	})

@@ -26,7 +26,7 @@ func TestHeldWriteWithCompaction(t *testing.T) {
 	for _, b := range storetest.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
 			wrap := func(s session.Session) (session.Session, error) {
-				return openaigo.NewCompactionSession(s, client, openaigo.CompactionOptions{})
+				return openaigo.NewCompactionSession(s, &client, openaigo.CompactionOptions{})
 			}
 			opts := storetest.Options(b)
 			opts.Run = regexp.MustCompile(`^held-write/.*/stored$`)
