@@ -97,8 +97,9 @@
 //
 // # Tested with
 //
-// eino v0.10.0-alpha.12 (with github.com/bytedance/sonic v1.15.0, which it
-// requires and which builds on Go 1.26), on Go 1.26: eino's own
+// eino v0.10.0-alpha.12 (with github.com/bytedance/sonic v1.15.5, the
+// version integrations/eino pins; eino asks for v1.15.0, which builds on
+// Go 1.26 too), on Go 1.26: eino's own
 // conformance suites (adk/session.RunConformanceTests, 14 cases, and
 // RunSerializerConformanceTests) pass for both message types on memory,
 // SQLite, Redis, Redis Cluster, MongoDB (FerretDB) and PostgreSQL, and on

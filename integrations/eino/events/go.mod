@@ -2,14 +2,20 @@ module github.com/agentsessions/sessions/integrations/eino/events
 
 go 1.26.0
 
+// eino's session event store (adk.SessionEventStore) exists only in its
+// v0.10 alpha line: this module is pinned to v0.10.0-alpha.12 and tested
+// with it. integrations/eino, the checkpoint store, stays on eino v0.7.36;
+// see doc.go. github.com/bytedance/sonic resolves to v1.15.5, the version
+// integrations/eino pins for Go 1.26 (eino v0.10.0-alpha.12 asks for
+// v1.15.0, which builds on Go 1.26 too).
 require (
 	github.com/agentsessions/sessions v0.0.0
+	github.com/agentsessions/sessions/integrations/eino v0.0.0
 	github.com/cloudwego/eino v0.10.0-alpha.12
 	github.com/stretchr/testify v1.12.1
 )
 
 require (
-	github.com/agentsessions/sessions/integrations/eino v0.0.0
 	github.com/bahlo/generic-list-go v0.2.0 // indirect
 	github.com/buger/jsonparser v1.1.1 // indirect
 	github.com/bytedance/gopkg v0.1.3 // indirect

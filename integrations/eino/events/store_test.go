@@ -356,3 +356,66 @@ func TestMaxSessions(t *testing.T) {
 	}
 	require.Equal(t, map[string]int{"a": 1, "b": 2, "c": 1}, opened)
 }
+
+// TestConcurrent: goroutines of one Store, and two Stores over one SQLite
+// file (two processes), append to one session and read it at once; each
+// event is stored once and every reader sees a prefix of the final log.
+func TestConcurrent(t *testing.T) {
+	ctx := context.Background()
+	u := "sqlite://" + t.TempDir() + "/s.db"
+	var stores []*events.Store[*schema.Message]
+	for range 2 {
+		st, err := adapters.Open(ctx, u)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = st.Close() })
+		s, err := events.New[*schema.Message](st, events.Options{})
+		require.NoError(t, err)
+		stores = append(stores, s)
+	}
+	const writers, each = 6, 15
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*each*2)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := stores[w%2]
+			for i := range each {
+				id := fmt.Sprintf("w%d-%d", w, i)
+				errs <- s.AppendEvents(ctx, "c", []*adk.SessionEvent[*schema.Message]{msgEvent(id+"a", "x"), msgEvent(id+"b", "y")})
+				res, err := s.LoadEvents(ctx, "c", nil)
+				if err == nil && !containsID(res.Events, id+"a") {
+					err = fmt.Errorf("%s not read back by its writer", id)
+				}
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	for _, s := range stores {
+		res, err := s.LoadEvents(ctx, "c", nil)
+		require.NoError(t, err)
+		require.Len(t, res.Events, writers*each*2)
+		seen := map[string]bool{}
+		for i, e := range res.Events {
+			require.False(t, seen[e.EventID], "event %s stored twice", e.EventID)
+			seen[e.EventID] = true
+			if strings.HasSuffix(e.EventID, "b") {
+				require.Equal(t, strings.TrimSuffix(e.EventID, "b")+"a", res.Events[i-1].EventID, "a batch stays together")
+			}
+		}
+	}
+}
+
+func containsID(evs []*adk.SessionEvent[*schema.Message], id string) bool {
+	for _, e := range evs {
+		if e.EventID == id {
+			return true
+		}
+	}
+	return false
+}
