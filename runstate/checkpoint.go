@@ -350,9 +350,9 @@ func (cp *Checkpoint) MarshalJSON() ([]byte, error) {
 	}
 	step := cp.Step.encode()
 	ms := slices.Clone(cp.members) // members are replaced below, never changed in place
-	ms = setMember(ms, keySchema, encodeString(label))
+	ms = setMember(ms, keySchema, labelJSON(label))
 	ms = setMember(ms, keyStep, step)
-	ms = setMember(ms, keyCount, strconv.AppendInt(nil, int64(cp.PersistedCount), 10))
+	ms = setMember(ms, keyCount, countJSON(cp.PersistedCount))
 	if w != nil {
 		raw, err := w.encode()
 		if err != nil {
@@ -499,10 +499,57 @@ func (cp *Checkpoint) marshalUnchecked(w *PendingWrite, terminal bool, label str
 	return pythonLayout(encodeObject(ms))
 }
 
+// The encodings MarshalJSON writes on every call, made once: the
+// members it lays out are read, never changed in place, so they may share
+// these (each capped at its length, so that an append copies).
+var (
+	nullJSON     = json.RawMessage("null")
+	runAgainJSON = encodeObject([]member{{Key: "type", Value: encodeString(string(StepRunAgain))}})
+	// labelsJSON are the supported labels encoded as JSON strings.
+	labelsJSON = func() map[string]json.RawMessage {
+		m := map[string]json.RawMessage{}
+		for _, l := range supportedSchemas() {
+			m[l] = encodeString(l)
+		}
+		return m
+	}()
+	// smallCountsJSON are the persisted counts a turn usually reaches.
+	smallCountsJSON = func() []json.RawMessage {
+		out := make([]json.RawMessage, 256)
+		for i := range out {
+			out[i] = strconv.AppendInt(nil, int64(i), 10)
+		}
+		return out
+	}()
+)
+
+// labelJSON returns label encoded as a JSON string.
+func labelJSON(label string) json.RawMessage {
+	if b, ok := labelsJSON[label]; ok {
+		return b[:len(b):len(b)]
+	}
+	return encodeString(label)
+}
+
+// countJSON returns n encoded as a JSON number.
+func countJSON(n int) json.RawMessage {
+	if n >= 0 && n < len(smallCountsJSON) {
+		b := smallCountsJSON[n]
+		return b[:len(b):len(b)]
+	}
+	return strconv.AppendInt(nil, int64(n), 10)
+}
+
 func (s Step) encode() json.RawMessage {
 	switch s.Kind {
 	case StepNone, StepFinalOutput:
-		return json.RawMessage("null")
+		return nullJSON[:len(nullJSON):len(nullJSON)]
+	case StepRunAgain:
+		// The common step, written as New and SetStep leave it, or as
+		// loaded back: no need to decode it.
+		if s.Raw == nil || bytes.Equal(s.Raw, runAgainJSON) {
+			return runAgainJSON[:len(runAgainJSON):len(runAgainJSON)]
+		}
 	}
 	if s.Raw != nil {
 		if ms, err := members(s.Raw); err == nil {
