@@ -102,9 +102,9 @@
 // Go 1.26 too), on Go 1.26: eino's own
 // conformance suites (adk/session.RunConformanceTests, 14 cases, and
 // RunSerializerConformanceTests) pass for both message types on memory,
-// SQLite, Redis, Redis Cluster, MongoDB (FerretDB) and PostgreSQL, and on
-// memory and SQLite also with every capability hidden and through
-// encrypted sessions; and an ADK ChatModelAgent in session mode whose tool
+// SQLite, Redis (both layouts), Redis Cluster, MongoDB (FerretDB) and
+// PostgreSQL, and on memory and SQLite also with every capability hidden
+// and through encrypted sessions; and an ADK ChatModelAgent in session mode whose tool
 // interrupts for approval, resumed with "later" and then approved, and
 // asked a follow-up, each step in a new Runner over reopened stores, gives
 // its model the input eino's in-memory store gives, on every backend, with
