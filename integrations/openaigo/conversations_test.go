@@ -12,6 +12,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/conversations"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/stretchr/testify/require"
 
@@ -330,4 +331,72 @@ func TestConversationsNotAtomic(t *testing.T) {
 		"  FAIL  pop/concurrent         a concurrent pop between the read and the delete: %v\n"+
 		"  FAIL  batch/all-or-nothing   25 items, the second request refused: %d items stayed (the error wraps session.ErrOutcomeUnknown)",
 		popped, popErr, landed)
+}
+
+// TestFakeConvRules: the fake Conversations API refuses what the API
+// refuses, with its status codes, so the tests' zero rejections mean
+// something.
+func TestFakeConvRules(t *testing.T) {
+	ctx := context.Background()
+	fc := newFakeConv(t, newFakeAPI(t, e2eScript))
+	cl := fc.client(option.WithMaxRetries(0))
+	status := func(err error) int {
+		var e *openai.Error
+		if errors.As(err, &e) {
+			return e.StatusCode
+		}
+		return 0
+	}
+	c, err := cl.Conversations.New(ctx, conversations.ConversationNewParams{Items: itemsParams(`{"role":"user","content":"hi"}`).Items})
+	require.NoError(t, err)
+	require.Regexp(t, `^conv_[0-9a-f]{48}$`, c.ID)
+	got, err := cl.Conversations.Get(ctx, c.ID)
+	require.NoError(t, err)
+	require.Equal(t, c.ID, got.ID)
+	require.Len(t, fc.itemsOf(c.ID), 1)
+
+	_, err = cl.Conversations.Get(ctx, "conv_unknown")
+	require.Equal(t, 404, status(err))
+	_, err = cl.Conversations.Items.New(ctx, "conv_unknown", itemsParams(`{"role":"user","content":"x"}`))
+	require.Equal(t, 404, status(err))
+	for _, p := range []conversations.ItemNewParams{
+		itemsParams(),
+		itemsParams(texts(numberedMessages("n", 21))...),
+		itemsParams(`{"type":"message","content":"no role"}`),
+		itemsParams(`{"role":"user","content":"x","provider_data":{}}`),
+		itemsParams(`{"id":"__fake_id__","type":"function_call_output","call_id":"c","output":"x"}`),
+		itemsParams(`{"id":"rs_1","type":"reasoning","summary":[]}`, `{"id":"rs_1","type":"reasoning","summary":[]}`),
+	} {
+		_, err := cl.Conversations.Items.New(ctx, c.ID, p)
+		require.Equal(t, 400, status(err), "%v", err)
+	}
+	require.Len(t, fc.itemsOf(c.ID), 1, "a refused request adds nothing")
+	for _, q := range []conversations.ItemListParams{
+		{Limit: param.NewOpt(int64(0))},
+		{Limit: param.NewOpt(int64(101))},
+		{After: param.NewOpt("msg_unknown")},
+	} {
+		_, err := cl.Conversations.Items.List(ctx, c.ID, q)
+		require.Equal(t, 400, status(err), "%v", err)
+	}
+	_, err = cl.Conversations.Items.Get(ctx, c.ID, "msg_unknown", conversations.ItemGetParams{})
+	require.Equal(t, 404, status(err))
+	_, err = cl.Conversations.Items.Delete(ctx, c.ID, "msg_unknown")
+	require.Equal(t, 404, status(err))
+	del, err := cl.Conversations.Delete(ctx, c.ID)
+	require.NoError(t, err)
+	require.True(t, del.Deleted)
+	_, err = cl.Conversations.Delete(ctx, c.ID)
+	require.Equal(t, 404, status(err))
+
+	// /v1/responses through the fake: duplicate ids are refused.
+	in := responses.ResponseInputParam{
+		openaigo.InputParam(session.MustItem(`{"id":"rs_1","type":"reasoning","summary":[]}`)),
+		openaigo.InputParam(session.MustItem(`{"id":"rs_1","type":"reasoning","summary":[]}`)),
+	}
+	_, err = cl.Responses.New(ctx, responses.ResponseNewParams{Model: "gpt-5", Input: responses.ResponseNewParamsInputUnion{OfInputItemList: in}})
+	require.Equal(t, 400, status(err))
+	require.Equal(t, "Duplicate item found with id rs_1.", apiMessage(err))
+	rejected, _ := fc.stats()
+	require.Len(t, rejected, 1)
 }

@@ -99,14 +99,20 @@ type injected struct {
 const dropConn = -1
 
 func newFakeConv(t testing.TB, api *fakeAPI) *fakeConv {
-	c := &fakeConv{
+	c := newFakeConvHandler(api)
+	c.srv = httptest.NewServer(http.HandlerFunc(c.serve))
+	t.Cleanup(c.srv.Close)
+	return c
+}
+
+// newFakeConvHandler returns a fakeConv without its server: its serve
+// method is the handler.
+func newFakeConvHandler(api *fakeAPI) *fakeConv {
+	return &fakeConv{
 		api: api, convs: map[string]*fakeConversation{}, fail: map[string][]injected{},
 		aliases: map[string]string{}, produced: map[string]string{}, requests: map[string]int{},
 		before: map[string][]func(){},
 	}
-	c.srv = httptest.NewServer(http.HandlerFunc(c.serve))
-	t.Cleanup(c.srv.Close)
-	return c
 }
 
 func (c *fakeConv) URL() string { return c.srv.URL }
