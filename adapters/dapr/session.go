@@ -351,7 +351,7 @@ func (s *Session) rewrite(ctx context.Context, op string, change func(data []byt
 			return plan{}, unknownOutcome(ctx, op+": save "+strconv.Quote(s.messagesKey), err)
 		}
 		if attempt >= s.st.opts.MaxAttempts {
-			return plan{}, fmt.Errorf("dapr: %s: %w (%d tries): %w", op, ErrConflict, attempt, err)
+			return plan{}, fmt.Errorf("%w: %s of session %q, %d tries: %w", ErrConflict, op, s.id, attempt, err)
 		}
 		conflicted, read, tried = true, data, p.value
 		if err := sleep(ctx, retryDelay(attempt)); err != nil {

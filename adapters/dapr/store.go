@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	daprc "github.com/dapr/go-sdk/client"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/agentsessions/sessions/session"
 	"github.com/agentsessions/sessions/session/driver"
@@ -42,22 +44,27 @@ func New(client StateClient, opts Options) (*Store, error) {
 }
 
 // Open connects to the Dapr sidecar's gRPC API at address (host:port, as
-// Python's DaprSession.from_address takes it) and returns a Store that
-// closes that connection on Close.
+// Python's DaprSession.from_address takes it; plaintext, as a sidecar
+// listens on loopback) and returns a Store that closes that connection on
+// Close. The connection is made lazily, by the first call. For TLS or an
+// API token, build the client and use New.
 func Open(ctx context.Context, address string, opts Options) (*Store, error) {
 	if _, err := opts.validate(); err != nil {
 		return nil, err
 	}
-	c, err := daprc.NewClientWithAddressContext(ctx, address)
-	if err != nil {
-		return nil, fmt.Errorf("dapr: connect to the sidecar at %s: %w", address, err)
-	}
-	st, err := New(c, opts)
-	if err != nil {
-		c.Close()
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	st.closer = c.Close
+	conn, err := grpc.NewClient(address, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, fmt.Errorf("dapr: the sidecar address %q: %w", address, err)
+	}
+	st, err := New(daprc.NewClientWithConnection(conn), opts)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	st.closer = func() { conn.Close() }
 	return st, nil
 }
 
