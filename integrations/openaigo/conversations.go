@@ -305,7 +305,7 @@ func (s *ConversationsSession) AddItems(ctx context.Context, items []session.Ite
 func (s *ConversationsSession) addChunk(ctx context.Context, id string, items []session.Item) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	t := tracker{write: true, cancel: cancel}
+	t := tracker{cancel: cancel}
 	params := conversations.ItemNewParams{Items: InputParams(items), Include: s.include}
 	_, err := s.items.New(ctx, id, params, t.options(s.reqOpts, true)...)
 	if err == nil {
@@ -335,7 +335,7 @@ func (s *ConversationsSession) PopItem(ctx context.Context) (session.Item, bool,
 		return session.Item{}, false, fmt.Errorf("openaigo: pop conversation %s: its newest item has no id", s.SessionID())
 	}
 	id := s.SessionID()
-	err = s.delete(ctx, func(opts []option.RequestOption) error {
+	err = s.delete(func(opts []option.RequestOption) error {
 		_, err := s.items.Delete(ctx, id, itemID, opts...)
 		return err
 	})
@@ -361,7 +361,7 @@ func (s *ConversationsSession) Clear(ctx context.Context) error {
 	if id == "" {
 		return nil
 	}
-	err := s.delete(ctx, func(opts []option.RequestOption) error {
+	err := s.delete(func(opts []option.RequestOption) error {
 		_, err := s.conv.Delete(ctx, id, opts...)
 		return err
 	})
@@ -378,10 +378,8 @@ func (s *ConversationsSession) Clear(ctx context.Context) error {
 
 // delete runs an idempotent delete with openai-go's retries; a retry that
 // finds the target gone after an attempt that may have applied succeeded.
-func (s *ConversationsSession) delete(ctx context.Context, do func([]option.RequestOption) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	t := tracker{}
+func (s *ConversationsSession) delete(do func([]option.RequestOption) error) error {
+	var t tracker
 	err := do(t.options(s.reqOpts, false))
 	if err != nil && t.maybe && isStatus(err, http.StatusNotFound) {
 		return nil
