@@ -62,8 +62,8 @@ type ConversationsOptions struct {
 // It follows the Python class:
 //
 //   - the conversation is created lazily, on the first read or the first
-//     write of at least one item (Create, ConversationID); SessionID is ""
-//     until then. Open a runstate.Run on the session only once it has an
+//     write of at least one item (ConversationID creates it at once);
+//     SessionID is "" until then. Open a runstate.Run on the session only once it has an
 //     id: a pending write records it;
 //   - Items lists the conversation in ascending order, page after page;
 //     LatestItems (session.LatestReader) lists it in descending order with
@@ -77,9 +77,9 @@ type ConversationsOptions struct {
 //     written: IgnoreIDsForMatching reports true (session.IDInsensitive)
 //     and runstate matches their digests without ids;
 //   - PopItem reads the newest item and then deletes it by id: two
-//     requests, not atomic. Two concurrent pops may return the same item
-//     (the second delete finds it gone and reports it), and an item
-//     appended between the read and the delete stays;
+//     requests, not atomic: of two concurrent pops one may fail with
+//     ErrItemGone, and an item appended between the read and the delete
+//     stays while the one read is removed;
 //   - Clear deletes the conversation; the next read or write creates a new
 //     one, reported to OnNewConversation.
 //
@@ -114,6 +114,13 @@ type ConversationsOptions struct {
 // between the read and the delete: the pop removes an item that is no
 // longer the newest), pop/concurrent (a concurrent pop: ErrItemGone) and
 // batch/all-or-nothing (25 items, the second request refused: 20 stay).
+//
+// Not verified against the live API: the fake keeps each item's members
+// as sent, adding only the id. If the API also reshapes what it stores (a
+// message's type, status, content parts), the id-insensitive digests of a
+// batch whose reply was lost no longer match what is read back, and
+// runstate refuses to guess (ErrCannotReconcile) instead of landing it
+// twice.
 //
 // Errors: the API's answers (4xx, 5xx) are wrapped *openai.Error values
 // (errors.As), a 404 on the conversation also ErrConversationNotFound.
