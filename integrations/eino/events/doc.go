@@ -35,8 +35,10 @@
 //
 // "event" is the event as the serializer wrote it (Options.Serializer,
 // default schema.HumanReadableSerializer, which eino's own stores use),
-// embedded as it is when it is JSON and as "event_base64" (standard base64
-// of the bytes) otherwise; "event_id" and "kind" repeat the event's, so
+// embedded as it is when an item can hold it (JSON in valid UTF-8, no
+// deeper than session.MaxItemDepth) and as "event_base64" (standard base64
+// of the bytes: a gob serializer's output, a message holding invalid
+// UTF-8) otherwise; "event_id" and "kind" repeat the event's, so
 // that reads filter and page by them without decoding. EncodeEvent and
 // DecodeEvent are the two directions; LoadEvents returns what the
 // serializer decodes, as eino's InMemoryStore does.
@@ -72,7 +74,8 @@
 // # Appends: once per event id
 //
 // AppendEvents refuses, before writing anything, a nil event or one without
-// an EventID (adk.ErrInvalidEventID), an id twice in the batch, or an id
+// an EventID, or with one that is not valid UTF-8, which JSON cannot carry
+// (adk.ErrInvalidEventID; eino's in-memory store keeps such an id), an id twice in the batch, or an id
 // the session already holds with another event (adk.ErrDuplicateEventID),
 // and an event whose Kind does not match its payload. A batch whose every
 // event is already stored as given is a replay (eino's persister re-sends

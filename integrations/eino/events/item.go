@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/cloudwego/eino/adk"
 	"github.com/cloudwego/eino/schema"
@@ -87,8 +88,15 @@ func EncodeEvent[M adk.MessageType](e *adk.SessionEvent[M], ser schema.Serialize
 	if e == nil || e.EventID == "" {
 		return session.Item{}, adk.ErrInvalidEventID
 	}
+	if !utf8.ValidString(e.EventID) {
+		// JSON would carry another id than the event's.
+		return session.Item{}, fmt.Errorf("events: event id %q is not valid UTF-8: %w", e.EventID, adk.ErrInvalidEventID)
+	}
 	if err := adk.NormalizeSessionEventKind(e); err != nil {
 		return session.Item{}, fmt.Errorf("events: event %q: %w", e.EventID, err)
+	}
+	if !utf8.ValidString(string(e.Kind)) {
+		return session.Item{}, fmt.Errorf("events: event %q: kind %q is not valid UTF-8", e.EventID, e.Kind)
 	}
 	if ser == nil {
 		ser = defaultSerializer()
@@ -97,28 +105,36 @@ func EncodeEvent[M adk.MessageType](e *adk.SessionEvent[M], ser schema.Serialize
 	if err != nil {
 		return session.Item{}, fmt.Errorf("events: encode event %q: %w", e.EventID, err)
 	}
-	var b bytes.Buffer
-	b.Grow(len(data) + len(e.EventID) + len(e.Kind) + 80)
-	b.WriteString(`{"type":"` + ItemType + `","v":` + strconv.Itoa(envelopeVersion) + `,"event_id":`)
-	writeJSONString(&b, e.EventID)
-	b.WriteString(`,"kind":`)
-	writeJSONString(&b, string(e.Kind))
-	if json.Valid(data) {
+	if json.Valid(data) && utf8.Valid(data) {
 		// The serializer's JSON, embedded as it is: Field("event") gives
-		// these bytes back.
-		b.WriteString(`,"event":`)
-		b.Write(data)
-	} else {
-		b.WriteString(`,"event_base64":"`)
-		b.WriteString(base64.StdEncoding.EncodeToString(data))
-		b.WriteByte('"')
+		// these bytes back. An item refuses what encoding/json lets pass
+		// (nesting deeper than session.MaxItemDepth): base64 then.
+		if it, err := session.NewItem(envelope(e.EventID, string(e.Kind), `"event":`, data)); err == nil {
+			return it, nil
+		}
 	}
-	b.WriteByte('}')
-	it, err := session.NewItem(b.Bytes())
+	b64 := base64.StdEncoding.EncodeToString(data)
+	it, err := session.NewItem(envelope(e.EventID, string(e.Kind), `"event_base64":`, []byte(`"`+b64+`"`)))
 	if err != nil {
 		return session.Item{}, fmt.Errorf("events: encode event %q: %w", e.EventID, err)
 	}
 	return it, nil
+}
+
+// envelope writes the item: the header, then key (with its colon) and
+// value as given.
+func envelope(id, kind, key string, value []byte) []byte {
+	var b bytes.Buffer
+	b.Grow(len(value) + len(id) + len(kind) + 80)
+	b.WriteString(`{"type":"` + ItemType + `","v":` + strconv.Itoa(envelopeVersion) + `,"event_id":`)
+	writeJSONString(&b, id)
+	b.WriteString(`,"kind":`)
+	writeJSONString(&b, kind)
+	b.WriteByte(',')
+	b.WriteString(key)
+	b.Write(value)
+	b.WriteByte('}')
+	return b.Bytes()
 }
 
 func writeJSONString(b *bytes.Buffer, s string) {

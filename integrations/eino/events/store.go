@@ -186,7 +186,8 @@ func (s *Store[M]) sync(ctx context.Context, l *eventLog) error {
 
 // AppendEvents appends events to eino session sessionID as one atomic
 // batch, one item each, unless an event id is already there. An event
-// without an EventID (or a nil event) is adk.ErrInvalidEventID; an id
+// without an EventID (or a nil event, or an id that is not valid UTF-8)
+// is adk.ErrInvalidEventID; an id
 // repeated in the batch, or already in the session with another event, is
 // adk.ErrDuplicateEventID; nothing is written then. A batch whose every
 // event is already in the session as given (a retry of an append that
