@@ -47,6 +47,22 @@
 // spaces) compacted, and every adapter keeps all 66 byte for byte
 // (TestFixtureRoundTrip, TestFixtureWire).
 //
+// # A history the Conversations API keeps
+//
+// ConversationsSession is a session.Session kept by the OpenAI
+// Conversations API, as the Python SDK's OpenAIConversationsSession: the
+// session id is the conversation id (created on first use, reported to
+// OnNewConversation), items are sanitised as Python's runner sends them,
+// and the API gives each item an id of its own, so the session reports
+// IgnoreIDsForMatching and runstate matches it without ids. Its pop and
+// its batches of more than 20 items are not atomic, and a write whose
+// reply was lost is session.ErrOutcomeUnknown: its doc has the conformance
+// grade. A runstate.Run on it keeps its checkpoint in
+// runstate.Options.Store:
+//
+//	s := openaigo.NewConversationsSession(&client, openaigo.ConversationsOptions{ConversationID: saved})
+//	run, err := runstate.Open(ctx, s, runstate.Options{Store: checkpoints, OutputGuardrails: true})
+//
 // # Approvals
 //
 // The approval flow is runstate.Run's, driven with openai-go's types
