@@ -187,12 +187,12 @@ func (s *Store[M]) sync(ctx context.Context, l *eventLog) error {
 // AppendEvents appends events to eino session sessionID as one atomic
 // batch, one item each, unless an event id is already there. An event
 // without an EventID (or a nil event, or an id that is not valid UTF-8)
-// is adk.ErrInvalidEventID; an id
-// repeated in the batch, or already in the session with another event, is
-// adk.ErrDuplicateEventID; nothing is written then. A batch whose every
-// event is already in the session as given (a retry of an append that
-// landed) succeeds without writing. As in eino's stores, each event's Kind
-// is normalized in place first (adk.NormalizeSessionEventKind).
+// is adk.ErrInvalidEventID; an id repeated in the batch, or already in the
+// session with another event, is adk.ErrDuplicateEventID; nothing is
+// written then. A batch whose every event is already in the session as
+// given (a retry of an append that landed) succeeds without writing. As in
+// eino's stores, each event's Kind is normalized in place first
+// (adk.NormalizeSessionEventKind).
 //
 // The batch is appended with session.AppendOnce under OpIDPrefix+its first
 // event id, so that a retry lands it once; on a session that does not
