@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentsessions/sessions/adapters/dapr"
 	"github.com/agentsessions/sessions/internal/testkit/faultproxy"
+	"github.com/agentsessions/sessions/internal/testkit/lostreply"
 	"github.com/agentsessions/sessions/internal/testkit/testservers"
 	"github.com/agentsessions/sessions/session"
 )
@@ -210,6 +211,33 @@ func TestLostReply(t *testing.T) {
 			require.ErrorIs(t, err, session.ErrOutcomeUnknown)
 			require.Equal(t, []string{`{"n":1}`}, texts(items), "one item popped, not two")
 		}
+		require.NoError(t, s.Clear(ctx))
+	}
+	// Replace, conditional replace and clear, Go only.
+	for _, op := range []string{"replace", "replace-if", "clear"} {
+		id := uniqueID(t, "lost-"+op)
+		s, err := st.Session(id)
+		require.NoError(t, err)
+		require.NoError(t, s.AddItems(ctx, itemsOf(t, `{"n":1}`, `{"n":2}`)))
+		version, err := s.HistoryVersion(ctx)
+		require.NoError(t, err)
+		proxy.Once(faultproxy.LoseReply, evalOf(id+":messages"))
+		want := []string{`{"r":1}`}
+		switch op {
+		case "replace":
+			err = s.ReplaceItems(ctx, itemsOf(t, want...))
+		case "replace-if":
+			err = s.ReplaceItemsIf(ctx, version, itemsOf(t, want...))
+		case "clear":
+			want = nil
+			err = s.Clear(ctx)
+		}
+		items, rerr := s.Items(ctx)
+		require.NoError(t, rerr)
+		took := len(items) == len(want) && (want == nil || texts(items)[0] == want[0])
+		out := lostreply.Classify(took, true, err)
+		t.Logf("%s: error %v; left %v: %v", op, err, texts(items), out)
+		require.False(t, out.Bad(), "%s: %v", op, out)
 		require.NoError(t, s.Clear(ctx))
 	}
 	for _, o := range outcomes {
