@@ -18,8 +18,12 @@ import (
 // id-insensitivity on a separate attribute; in Go one capability says both,
 // because a backend that rewrites ids is exactly one whose stale ids must
 // not be sent back.
+//
+// It is session.Probe(s).Has(session.CapIgnoresIDs) without probing every
+// other capability: a save asks it of a wrapped session several times.
 func isConversation(s session.Session) bool {
-	return s != nil && session.Probe(s).Has(session.CapIgnoresIDs)
+	i, ok := s.(session.IDInsensitive)
+	return ok && i.IgnoreIDsForMatching()
 }
 
 // fakeID is the SDK's placeholder id for providers that assign none.

@@ -134,7 +134,7 @@ func (cp *Checkpoint) appendOrdinary(ctx context.Context, s session.Session, kee
 		}
 	}()
 
-	ignoreIDs := session.Probe(s).Has(session.CapIgnoresIDs)
+	ignoreIDs := isConversation(s)
 	appendIt := true
 	if !w.started() && cp.atomic {
 		// The append commits with the checkpoint that clears the record:

@@ -793,7 +793,7 @@ func (cp *Checkpoint) settledDoc() ([]byte, error) {
 }
 
 func (rs runSession) AcceptsRunContext() bool    { return capwrap.AcceptsRunContext(rs.Session) }
-func (rs runSession) IgnoreIDsForMatching() bool { return capwrap.IgnoresIDs(rs.Session) }
+func (rs runSession) IgnoreIDsForMatching() bool { return isConversation(rs.Session) }
 
 // findInSession returns the newest call item of each of ids the session
 // holds, and which of them it answers (reading tails as readBack does).

@@ -113,7 +113,7 @@ func (cp *Checkpoint) Save(ctx context.Context, s session.Session, args SaveArgs
 	}
 	readded, newRun := sliceTurn(args.NewItems, already, args.Slice)
 	conversation := isConversation(s)
-	ignoreIDs := session.Probe(s).Has(session.CapIgnoresIDs)
+	ignoreIDs := isConversation(s)
 	converted := forSession(s, newRun, args.Policy)
 
 	toSave := converted // convert's own slice
