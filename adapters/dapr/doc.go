@@ -40,8 +40,10 @@
 // 50 ms·2^(n-1), at most 1 s, plus up to 10% jitter, up to
 // Options.MaxAttempts (5, Python's) tries in all; then it fails with
 // ErrConflict, and nothing of it was written. Writes of one session
-// through one Store are serialized in the process, as Python serializes
-// them per session object, so they do not conflict with each other.
+// through one Store are serialized in the process (64 lock stripes by id),
+// as Python serializes them per session object, so they do not conflict
+// with each other. As in Python, every write costs one read and one save
+// of the whole array: its time grows with the history.
 //
 // AddItems then saves the metadata (last-write); a failure there is only
 // logged, since the items are committed. PopItem with a TTL saves the
