@@ -10,7 +10,9 @@
 //
 // New wraps a client the caller built (and keeps owning); Open dials the
 // sidecar's gRPC address and closes that connection on Close, as Python's
-// from_address owns its client.
+// from_address owns its client. Importing the package registers the
+// dapr:// scheme with package adapters (see Scheme):
+// adapters.Open(ctx, "dapr://localhost:50001/statestore?consistency=strong").
 //
 // # Layout
 //
