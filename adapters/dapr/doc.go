@@ -26,6 +26,11 @@
 //	                json.dumps with its default separators; both times are rewritten by every
 //	                append, as Python does
 //
+// A Python and a Go process share a session when their sidecars use the
+// same state store component and the same key prefix: by default daprd
+// prefixes keys with the app id, so give both the same app id, or set the
+// component's keyPrefix metadata to "name" or "none".
+//
 // Reads send the state metadata {"consistency": <level>}; writes send state
 // options with that consistency, and "ttlInSeconds" state metadata when
 // Options.TTL is set, exactly as the Python class. Ids holding "||" (daprd
