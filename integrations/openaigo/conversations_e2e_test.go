@@ -3,6 +3,7 @@ package openaigo_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -268,7 +269,7 @@ func TestConversationsEndToEnd(t *testing.T) {
 	start := time.Now()
 	p, err := d.open(ctx, 0)
 	require.NoError(t, err)
-	switches, restarts, faults := 0, 0, 0
+	switches, restarts, faults, races := 0, 0, 0, 0
 	for steps := 0; ; steps++ {
 		require.Less(t, steps, turns*20, "the script does not end")
 		finished, parked, over, err := d.step(ctx, p)
@@ -290,6 +291,32 @@ func TestConversationsEndToEnd(t *testing.T) {
 			continue
 		}
 		switch {
+		case parked > 0 && parked%4 == 0:
+			// Both writers' processes take up the approval at once: one
+			// claims the call and runs its tool, the other's claim
+			// conflicts before its tool runs.
+			ps := [2]*convProc{}
+			for w := range ps {
+				ps[w], err = d.open(ctx, w)
+				require.NoError(t, err)
+			}
+			var errs [2]error
+			var wg sync.WaitGroup
+			for w := range ps {
+				wg.Go(func() { _, _, _, errs[w] = d.step(ctx, ps[w]) })
+			}
+			wg.Wait()
+			winners := 0
+			for w, err := range errs {
+				if err == nil {
+					winners++
+					p = ps[w]
+					continue
+				}
+				require.True(t, errors.Is(err, session.ErrCheckpointConflict) || errors.Is(err, runstate.ErrInDoubt), "the loser's error: %v", err)
+			}
+			require.Equal(t, 1, winners, "one of two concurrent approvers wins: %v", errs)
+			races++
 		case parked > 0 && parked%2 == 0:
 			// The approval comes back to the other writer's process.
 			p, err = d.open(ctx, 1-p.writer)
@@ -354,10 +381,10 @@ func TestConversationsEndToEnd(t *testing.T) {
 	t.Logf("conversations e2e: %d turns in %s; %d items stored (%d expected); items lost: %d, items duplicated: %d; "+
 		"model calls answered %d, requests rejected: %d (input rules %d, duplicate ids %d), empty inputs %d, "+
 		"input items sent under a conversation id and checked as the response item they were stored from: %d; "+
-		"processes opened %d (writer switches %d, restarts %d, after a failed write %d); faults queued %d, injected failures answered %d; tools run more than once: %d",
+		"processes opened %d (writer switches %d, restarts %d, after a failed write %d, concurrent approvers %d pairs, one winner each); faults queued %d, injected failures answered %d; tools run more than once: %d",
 		turns, elapsed.Round(time.Millisecond), len(all), len(want), lost, extra,
 		calls, len(rejected)+len(dupRejected), len(rejected), len(dupRejected), empty,
-		aliased, d.opens, switches, restarts, d.crashes, faults, injectedFailures, multiple)
+		aliased, d.opens, switches, restarts, d.crashes, races, faults, injectedFailures, multiple)
 	require.Zero(t, lost, "items lost")
 	require.Zero(t, extra, "items duplicated")
 	require.Empty(t, rejected, "requests the fake API rejected")
@@ -367,6 +394,7 @@ func TestConversationsEndToEnd(t *testing.T) {
 	require.Zero(t, empty)
 	require.Positive(t, aliased, "the fake's reasoning rules saw conversation items")
 	require.Positive(t, d.crashes, "lost replies were injected and recovered from")
+	require.Positive(t, races, "two writers raced for an approval")
 	require.Equal(t, 2*turns, calls, "two model calls a turn, none repeated")
 	require.Zero(t, multiple, "a tool ran twice")
 }
