@@ -412,6 +412,9 @@ func (t *tracker) options(base []option.RequestOption, write bool) []option.Requ
 }
 
 func (t *tracker) middleware(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	if err := req.Context().Err(); err != nil {
+		return nil, err // done before this attempt: it is not sent
+	}
 	res, err := next(req)
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/conversations"
@@ -399,4 +401,47 @@ func TestFakeConvRules(t *testing.T) {
 	require.Equal(t, "Duplicate item found with id rs_1.", apiMessage(err))
 	rejected, _ := fc.stats()
 	require.Len(t, rejected, 1)
+}
+
+// TestConversationsContext: a write whose deadline passes after it was
+// sent may have applied (ErrOutcomeUnknown); one cancelled before it was
+// sent did not; RequestOptions reach every request.
+func TestConversationsContext(t *testing.T) {
+	fc := newFakeConv(t, newFakeAPI(t, e2eScript))
+	var seen []string
+	var mu sync.Mutex
+	s := openaigo.NewConversationsSession(fc.client(), openaigo.ConversationsOptions{
+		RequestOptions: []option.RequestOption{option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+			mu.Lock()
+			seen = append(seen, r.Header.Get("X-Tenant"))
+			mu.Unlock()
+			return next(r)
+		}), option.WithHeader("X-Tenant", "t1")},
+	})
+	id, err := s.ConversationID(context.Background())
+	require.NoError(t, err)
+
+	release := make(chan struct{})
+	fc.beforeNext("POST items", func() { <-release })
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	err = s.AddItems(ctx, numberedMessages("d", 1))
+	close(release)
+	require.ErrorIs(t, err, session.ErrOutcomeUnknown)
+	require.Eventually(t, func() bool { return len(fc.itemsOf(id)) == 1 }, 5*time.Second, 10*time.Millisecond, "the write applied after the deadline")
+	require.Equal(t, 1, fc.count("POST items"), "not sent again")
+
+	ctx, cancel = context.WithCancel(context.Background())
+	cancel()
+	err = s.AddItems(ctx, numberedMessages("c", 1))
+	require.Error(t, err)
+	require.NotErrorIs(t, err, session.ErrOutcomeUnknown)
+	require.Equal(t, 1, fc.count("POST items"))
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.NotEmpty(t, seen)
+	for _, h := range seen {
+		require.Equal(t, "t1", h)
+	}
 }
