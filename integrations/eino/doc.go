@@ -19,10 +19,10 @@
 // eino's session event log (adk.SessionEventStore, eino v0.10 on: a Runner
 // with a SessionID keeps the conversation as events) is in the nested
 // module github.com/agentsessions/sessions/integrations/eino/events,
-// pinned to eino's v0.10 alpha line; that Runner takes this Store as its
-// CheckPointStore (that module's tests run this package against eino
-// v0.10.0-alpha.12, whose Runner deletes a consumed checkpoint through
-// Delete).
+// pinned to eino's v0.10 alpha line, which does not require this one;
+// that Runner takes any CheckPointStore, this Store among them (a program
+// that imports both modules builds this package with eino v0.10; its tests
+// run on v0.7.36 only).
 //
 // # Where a checkpoint lives
 //

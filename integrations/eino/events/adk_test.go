@@ -19,7 +19,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentsessions/sessions/adapters"
-	einocp "github.com/agentsessions/sessions/integrations/eino"
 	"github.com/agentsessions/sessions/integrations/eino/events"
 	"github.com/agentsessions/sessions/internal/testkit/storetest"
 	"github.com/agentsessions/sessions/session"
@@ -126,7 +125,8 @@ func (t transferTool) InvokableRun(ctx context.Context, args string, _ ...tool.O
 }
 
 // stores is what a process opens: the session event store, the checkpoint
-// store, and how to close them.
+// store (checkpoints, in memory, shared by the processes of a run as a
+// durable store would be), and how to close them.
 type stores struct {
 	events adk.SessionEventStore[*schema.Message]
 	cps    adk.CheckPointStore
@@ -284,6 +284,7 @@ func TestADKSessionAcrossRestarts(t *testing.T) {
 		for _, b := range storetest.Backends() {
 			t.Run(mode+"/"+b.Name, func(t *testing.T) {
 				u := b.URL(t)
+				cps := newCheckpoints()
 				var shared adapters.Store
 				if !b.Peer {
 					var err error
@@ -301,8 +302,6 @@ func TestADKSessionAcrossRestarts(t *testing.T) {
 						closeFn = func() { require.NoError(t, st.Close()) }
 					}
 					evs, err := events.New[*schema.Message](st, events.Options{Prefix: "eino-events:"})
-					require.NoError(t, err)
-					cps, err := einocp.New(st, einocp.WithPrefix("eino-cp:"))
 					require.NoError(t, err)
 					return stores{events: evs, cps: cps, close: closeFn}
 				}

@@ -3,12 +3,12 @@
 // LoadEvents) for M = *schema.Message and *schema.AgenticMessage, over the
 // sessions of any backend (SQLite, PostgreSQL, Redis, MongoDB, memory, and
 // the encrypted and otelsession wrappers). Give it to a Runner in session
-// mode, with integrations/eino's Store for the checkpoints, and a
+// mode, with a CheckPointStore that outlives the process, and a
 // conversation interrupted for a human's approval resumes in any process:
 //
 //	st, err := adapters.Open(ctx, "sqlite:///var/lib/agent/sessions.db")
 //	evs, err := events.New[*schema.Message](st, events.Options{Prefix: "eino:"})
-//	cps, err := eino.New(st, eino.WithPrefix("eino-cp:"))
+//	var cps adk.CheckPointStore = … // durable: the interrupt's checkpoint
 //	runner := adk.NewRunner(ctx, adk.RunnerConfig{Agent: agent, SessionID: "conv-42", SessionStore: evs, CheckPointStore: cps})
 //	iter := runner.Query(ctx, "send 100 EUR to bob")
 //	// ... the tool interrupts for approval; the process may exit. Later, in any process:
@@ -22,9 +22,12 @@
 // with it). integrations/eino (the checkpoint store) stays on eino
 // v0.7.36, the release that resolves by default, so that its users are
 // not moved to an alpha; a Go module requires one version of eino, hence
-// two modules. This one requires integrations/eino too: eino's Runner
-// resumes an interrupt from a CheckPointStore, and that one is the
-// library's (it builds and passes this module's tests with v0.10).
+// two modules. This one does not require integrations/eino, nor any
+// module of this repository but the library: eino's Runner resumes an
+// interrupt from any adk.CheckPointStore, which the program chooses.
+// integrations/eino's Store is one (a program that imports both modules
+// builds them with eino v0.10; that module's own tests run on v0.7.36),
+// and this module's tests use a map of their own.
 //
 // # How an event is stored
 //
@@ -111,5 +114,6 @@
 // interrupts for approval, resumed with "later" and then approved, and
 // asked a follow-up, each step in a new Runner over reopened stores, gives
 // its model the input eino's in-memory store gives, on every backend, with
-// Generate and with streaming.
+// Generate and with streaming (the Runner's checkpoints kept, across those
+// steps, in an in-memory CheckPointStore of the tests).
 package events

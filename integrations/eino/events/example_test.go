@@ -1,10 +1,12 @@
 package events_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/cloudwego/eino/adk"
 	"github.com/cloudwego/eino/components/model"
@@ -12,7 +14,6 @@ import (
 
 	"github.com/agentsessions/sessions/adapters"
 	_ "github.com/agentsessions/sessions/adapters/sqlite"
-	"github.com/agentsessions/sessions/integrations/eino"
 	"github.com/agentsessions/sessions/integrations/eino/events"
 )
 
@@ -24,6 +25,10 @@ func Example() {
 	dir, _ := os.MkdirTemp("", "eino-events-example")
 	defer os.RemoveAll(dir)
 	url := "sqlite://" + filepath.Join(dir, "sessions.db")
+	// The Runner keeps an interrupt's checkpoint in its CheckPointStore: in
+	// a real deployment one that outlives the process (any
+	// adk.CheckPointStore); here a map the two "processes" share.
+	cps := newCheckpoints()
 
 	process := func(question string) {
 		st, err := adapters.Open(ctx, url)
@@ -32,10 +37,6 @@ func Example() {
 		}
 		defer st.Close()
 		evs, err := events.New[*schema.Message](st, events.Options{Prefix: "eino:"})
-		if err != nil {
-			panic(err)
-		}
-		cps, err := eino.New(st, eino.WithPrefix("eino-cp:"))
 		if err != nil {
 			panic(err)
 		}
@@ -64,6 +65,42 @@ func Example() {
 	// Output:
 	// 1 message in; the last: "hello"
 	// 3 messages in; the last: "do you remember me?"
+}
+
+// checkpoints is an adk.CheckPointStore and adk.CheckPointDeleter kept in
+// memory: a map guarded by a mutex, shared by the "processes" a test or an
+// example simulates as they would share a durable store.
+type checkpoints struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+var (
+	_ adk.CheckPointStore   = (*checkpoints)(nil)
+	_ adk.CheckPointDeleter = (*checkpoints)(nil)
+)
+
+func newCheckpoints() *checkpoints { return &checkpoints{m: map[string][]byte{}} }
+
+func (c *checkpoints) Get(_ context.Context, id string) ([]byte, bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, ok := c.m[id]
+	return bytes.Clone(b), ok, nil
+}
+
+func (c *checkpoints) Set(_ context.Context, id string, b []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m[id] = bytes.Clone(b)
+	return nil
+}
+
+func (c *checkpoints) Delete(_ context.Context, id string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, id)
+	return nil
 }
 
 // echo is a model that says what it was given.

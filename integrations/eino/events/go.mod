@@ -4,13 +4,15 @@ go 1.26.0
 
 // eino's session event store (adk.SessionEventStore) exists only in its
 // v0.10 alpha line: this module is pinned to v0.10.0-alpha.12 and tested
-// with it. integrations/eino, the checkpoint store, stays on eino v0.7.36;
-// see doc.go. github.com/bytedance/sonic resolves to v1.15.5, the version
-// integrations/eino pins for Go 1.26 (eino v0.10.0-alpha.12 asks for
-// v1.15.0, which builds on Go 1.26 too).
+// with it. integrations/eino, the checkpoint store, stays on eino v0.7.36
+// and is not required here: no nested module requires another module of
+// this repository but the library (docs/releasing.md), and the tests keep
+// the Runner's checkpoints in a map of their own; see doc.go.
+// github.com/bytedance/sonic is held at v1.15.5, the version
+// integrations/eino pins for Go 1.26 too (eino v0.10.0-alpha.12 asks for
+// v1.15.0, which builds on Go 1.26 as well).
 require (
 	github.com/agentsessions/sessions v0.0.0
-	github.com/agentsessions/sessions/integrations/eino v0.0.0
 	github.com/cloudwego/eino v0.10.0-alpha.12
 	github.com/stretchr/testify v1.12.1
 )
@@ -44,6 +46,7 @@ require (
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/redis/go-redis/v9 v9.23.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
+	github.com/rogpeppe/go-internal v1.16.0 // indirect
 	github.com/sirupsen/logrus v1.9.3 // indirect
 	github.com/slongfield/pyfmt v0.0.0-20220222012616-ea85ff4c361f // indirect
 	github.com/twitchyliquid64/golang-asm v0.15.1 // indirect
@@ -70,5 +73,3 @@ require (
 )
 
 replace github.com/agentsessions/sessions => ../../../
-
-replace github.com/agentsessions/sessions/integrations/eino => ../
