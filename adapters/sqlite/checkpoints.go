@@ -174,11 +174,6 @@ func (s *Session) SaveCheckpoint(ctx context.Context, name string, doc []byte, v
 // error wraps session.ErrCheckpointConflict. An empty batch only saves the
 // checkpoint.
 func (s *Session) AppendWithCheckpoint(ctx context.Context, items []session.Item, name string, doc []byte, version int64) (int64, error) {
-	if len(items) > 0 {
-		if err := s.st.historyWritable(); err != nil {
-			return 0, err
-		}
-	}
 	if err := validCheckpoint(name, doc); err != nil {
 		return 0, err
 	}
@@ -190,11 +185,6 @@ func (s *Session) AppendWithCheckpoint(ctx context.Context, items []session.Item
 	}
 	var next int64
 	err := s.st.submit(ctx, false, func(ctx context.Context, w *wconn, _ bool) error {
-		if len(items) > 0 {
-			if err := s.st.historyWritableIn(w); err != nil {
-				return err
-			}
-		}
 		_, created, err := s.st.ensureCheckpoints(ctx, w, true)
 		if err != nil {
 			return err
@@ -360,19 +350,16 @@ func (s *Session) ckOp(verb, name string) string {
 // RemoveSession deletes everything the Store holds for session id, in one
 // transaction: its items, its session row, and its checkpoints and
 // operation ids (which Clear keeps). It is conformance.Remover's method, so that a check leaves
-// no trace.
+// no trace. On an AdvancedSQLiteSession store it clears every branch as
+// Clear does; the class's branch reservations and clear generation of the
+// session stay, as the class keeps them, so that no instance of it still
+// pointing at a branch reuses or writes into one.
 func (st *Store) RemoveSession(ctx context.Context, id string) error {
-	if err := st.historyWritable(); err != nil {
-		return err
-	}
 	s, err := st.Session(id)
 	if err != nil {
 		return err
 	}
 	return st.writeW(ctx, fmt.Sprintf("remove session %q", id), false, func(ctx context.Context, w *wconn, _ bool) error {
-		if err := st.historyWritableIn(w); err != nil {
-			return err
-		}
 		if err := s.clear(ctx, w); err != nil {
 			return err
 		}

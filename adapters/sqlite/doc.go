@@ -14,12 +14,9 @@
 // on (session_id, id) beside it, so that reads of the newest items stay
 // O(limit), and logs that it did.
 //
-// A store of the SDK's AdvancedSQLiteSession (it has a message_structure
-// table) is recognised: sessions read its "main" branch in the class's
-// order, and every write to a history fails with ErrAdvancedStore, since
-// the class would not show a row written without its structure rows and
-// would delete it as an orphan. Checkpoints, in a table of their own,
-// still work.
+// A store of the SDK's AdvancedSQLiteSession (its message_structure table
+// refers to the Store's messages table) is read and written as the class
+// reads and writes it; see "AdvancedSQLiteSession stores" below.
 //
 // A Store is one database; Store.Session returns a handle on one session:
 //
@@ -97,9 +94,58 @@
 // and, if it inserted, the batch, in one transaction, so the id is
 // recorded exactly when the batch lands; a duplicate appends nothing,
 // answers false and fails nothing else of its group. Clear, pops and
-// replaces keep a session's ids; Store.RemoveSession deletes them. An
-// AdvancedSQLiteSession store refuses AddItemsOnce with ErrAdvancedStore
-// and is followed on its main branch.
+// replaces keep a session's ids; Store.RemoveSession deletes them. On an
+// AdvancedSQLiteSession store the batch gets its structure rows, and
+// following reads the handle's current branch.
+//
+// # AdvancedSQLiteSession stores
+//
+// The SDK's AdvancedSQLiteSession (agents/extensions/memory/
+// advanced_sqlite_session.py; this package follows its source as of the
+// v0.22 line) adds to SQLiteSession's tables: message_structure, a row per
+// message of a branch (branch, session-wide sequence number, message
+// type, user-turn and branch-turn numbers, tool name); turn_usage, a row
+// per (branch, user turn); branch_reservations, every branch id a session
+// ever used; and session_clear_generations, a counter per session that
+// its clears move on. Its reads go through message_structure, and its
+// pops, clears and branch deletions delete every message row of the
+// session that no structure row references.
+//
+// On such a store (one the class made, or Store.CreateAdvancedTables) a
+// Session does the same, statement for statement:
+//
+//   - every history write (AddItems, AddItemsOnce, AppendWithCheckpoint,
+//     ReplaceItems) inserts, in the transaction of its message rows, the
+//     structure rows the class's add_items computes for the same items,
+//     on the handle's current branch: the class's get_items, turn
+//     listings and branch calls show them, and its cleanup keeps them;
+//   - Items, LatestItems, ItemsSince and HistoryVersion read the current
+//     branch in sequence order;
+//   - PopItem is the class's pop_item on the current branch (the
+//     structure row, then the orphaned message and an emptied turn's
+//     usage row), except that an unreadable newest record is left in
+//     place and reported, as on every store, where the class deletes it;
+//   - Clear is clear_session: every branch's rows and usage go, the
+//     branch ids stay reserved and the clear generation moves on, so
+//     every handle and instance on another branch goes back to main;
+//   - ReplaceItems replaces the current branch alone (its rows go as
+//     delete_branch deletes them); other branches and the messages they
+//     share stay. Store.RemoveSession clears as Clear does and deletes
+//     the checkpoints and operation ids; the reservations and the
+//     generation stay, as the class keeps them.
+//
+// The current branch is the handle's own state, as it is an instance's
+// in Python: MainBranch for a new handle (Store.Session), moved by
+// SwitchBranch and CreateBranchFromTurn, and reset to MainBranch when the
+// handle sees that the session was cleared since (by any Store or by the
+// class). ListBranches, DeleteBranch, Turns (with the class's content
+// previews), RecordUsage (store_run_usage) and TurnUsage complete the
+// class's calls. On an ordinary store they fail with ErrNotAdvanced, and
+// no write of this package ever adds the class's tables to one.
+//
+// A Store opened on a file the class makes advanced later switches with
+// its next write transaction, which sees the new tables; items written
+// before have no structure rows, and the class's cleanup deletes them.
 //
 // # Writes: group commit
 //

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math"
 	"slices"
@@ -36,6 +37,10 @@ type followQueries struct {
 	since    string // (id, message_data) of the rows from ?2 on, oldest first; advanced: (order, id, message_data)
 	advanced bool   // rows are ordered by sequence number, which cursors carry (a1:)
 }
+
+// advancedFollow formats and parses the cursors of a branch of an
+// AdvancedSQLiteSession store (its statement is advQueries.since).
+var advancedFollow = followQueries{advanced: true}
 
 func newFollowQueries(messages string) followQueries {
 	return followQueries{since: `SELECT id, message_data FROM ` + quote(messages) + ` WHERE session_id = ?1 AND id >= ?2 ORDER BY id ASC`}
@@ -124,12 +129,21 @@ func (q *followQueries) parse(id string, c session.Cursor) (position, error) {
 // cursor no session of this Store returns. Unreadable rows are skipped and
 // reported once.
 func (s *Session) ItemsSince(ctx context.Context, cursor session.Cursor) ([]session.Item, session.Cursor, error) {
-	p, err := s.st.q.fq.parse(s.id, cursor)
+	fq, branch := &s.st.q.fq, ""
+	if s.st.isAdvanced() {
+		fq = &advancedFollow
+	}
+	p, err := fq.parse(s.id, cursor)
 	if err != nil {
 		return nil, cursor, err
 	}
 	if err := s.st.check(ctx); err != nil {
 		return nil, cursor, err
+	}
+	if fq.advanced {
+		if branch, err = s.readBranch(ctx); err != nil {
+			return nil, cursor, s.st.wrap(ctx, "items since", err)
+		}
 	}
 	from := p.r
 	if p.r == 0 {
@@ -139,7 +153,7 @@ func (s *Session) ItemsSince(ctx context.Context, cursor session.Cursor) ([]sess
 		}
 	}
 	var d decoder
-	next, lost, err := s.since(ctx, &d, p, from)
+	next, lost, err := s.since(ctx, &d, p, from, branch)
 	if err != nil {
 		return nil, cursor, s.st.wrap(ctx, "items since", err)
 	}
@@ -150,13 +164,20 @@ func (s *Session) ItemsSince(ctx context.Context, cursor session.Cursor) ([]sess
 	if next == p {
 		return nil, cursor, nil
 	}
-	return d.items, s.st.q.fq.format(s.id, next), nil
+	return d.items, fq.format(s.id, next), nil
 }
 
 // since reads the rows from from on into d and returns the position after
-// them, or lost when the first row is not the cursor's r.
-func (s *Session) since(ctx context.Context, d *decoder, p position, from int64) (next position, lost bool, err error) {
-	rows, err := s.st.rs.since.QueryContext(ctx, s.id, from)
+// them, or lost when the first row is not the cursor's r. A branch (on an
+// AdvancedSQLiteSession store) reads that branch by sequence number.
+func (s *Session) since(ctx context.Context, d *decoder, p position, from int64, branch string) (next position, lost bool, err error) {
+	advanced := branch != ""
+	var rows *sql.Rows
+	if advanced {
+		rows, err = s.st.db.QueryContext(ctx, s.st.aq.since, s.id, branch, from)
+	} else {
+		rows, err = s.st.rs.since.QueryContext(ctx, s.id, from)
+	}
 	if err != nil {
 		return p, false, err
 	}
@@ -165,7 +186,7 @@ func (s *Session) since(ctx context.Context, d *decoder, p position, from int64)
 	for rows.Next() {
 		var order, id int64
 		var err error
-		if s.st.q.fq.advanced {
+		if advanced {
 			err = rows.Scan(&order, &id, &d.raw)
 		} else {
 			err = rows.Scan(&id, &d.raw)

@@ -53,9 +53,6 @@ func newOpsQueries(messages string) opsQueries {
 // transaction; an empty batch records it alone. An empty opID is
 // session.ErrInvalidOperationID.
 func (s *Session) AddItemsOnce(ctx context.Context, opID string, items []session.Item) (bool, error) {
-	if err := s.st.historyWritable(); err != nil {
-		return false, err
-	}
 	if opID == "" {
 		return false, session.ErrInvalidOperationID
 	}
@@ -64,9 +61,6 @@ func (s *Session) AddItemsOnce(ctx context.Context, opID string, items []session
 	}
 	var appended bool
 	err := s.st.writeW(ctx, fmt.Sprintf("add items once (operation %q)", opID), false, func(ctx context.Context, w *wconn, _ bool) error {
-		if err := s.st.historyWritableIn(w); err != nil {
-			return err
-		}
 		appended = false // a group that runs again decides again
 		if err := s.st.ensureOps(ctx, w); err != nil {
 			return err

@@ -16,10 +16,15 @@ import (
 // session.LatestReader, session.VersionedReplacer,
 // session.CheckpointCommitter (checkpoints.go), session.Follower
 // (follow.go) and session.OnceAppender (once.go), and is safe for
-// concurrent use.
+// concurrent use. On an AdvancedSQLiteSession store it reads and writes
+// its current branch, and has the class's branch (branches.go), turn and
+// usage calls (turns.go); see the package documentation.
 type Session struct {
 	st *Store
 	id string
+	// br is the current branch on an AdvancedSQLiteSession store
+	// (advanced.go, branches.go).
+	br branchPointer
 }
 
 var (
@@ -35,6 +40,9 @@ func (s *Session) SessionID() string { return s.id }
 func (s *Session) Items(ctx context.Context) ([]session.Item, error) {
 	if err := s.st.check(ctx); err != nil {
 		return nil, err
+	}
+	if s.st.isAdvanced() {
+		return s.branchItems(ctx)
 	}
 	// message_data alone, unless an unreadable row needs its id reported.
 	var d decoder
@@ -82,7 +90,11 @@ func (s *Session) LatestItems(ctx context.Context, n int) ([]session.Item, error
 		return []session.Item{}, nil
 	}
 	d := decoder{newestFirst: true, items: make([]session.Item, 0, min(n, 256))}
-	if err := s.latest(ctx, n, &d); err != nil {
+	latest := s.latest
+	if s.st.isAdvanced() {
+		latest = s.branchLatest
+	}
+	if err := latest(ctx, n, &d); err != nil {
 		return nil, s.st.wrap(ctx, "latest items", err)
 	}
 	d.report(ctx, s)
@@ -190,9 +202,6 @@ var testHookLatest func()
 // (group commit, see the package documentation); each call returns after
 // the commit that holds its batch, and a batch that fails fails alone.
 func (s *Session) AddItems(ctx context.Context, items []session.Item) error {
-	if err := s.st.historyWritable(); err != nil {
-		return err
-	}
 	if err := driver.ValidateBatch(items); err != nil {
 		return err
 	}
@@ -203,15 +212,25 @@ func (s *Session) AddItems(ctx context.Context, items []session.Item) error {
 		return nil
 	}
 	return s.st.writeW(ctx, "add items", false, func(ctx context.Context, w *wconn, _ bool) error {
-		if err := s.st.historyWritableIn(w); err != nil {
-			return err
-		}
 		return s.insert(ctx, w, items)
 	})
 }
 
-// insert writes the session row and items inside a write transaction.
+// insert writes the session row and items inside a write transaction,
+// and on an AdvancedSQLiteSession store their structure rows on the
+// current branch.
 func (s *Session) insert(ctx context.Context, w *wconn, items []session.Item) error {
+	if err := s.insertRows(ctx, w, items); err != nil {
+		return err
+	}
+	if !w.advanced {
+		return nil
+	}
+	return s.insertStructure(ctx, w, len(items), func(i int) []byte { return items[i].Bytes() })
+}
+
+// insertRows writes the session row and the items' message rows.
+func (s *Session) insertRows(ctx context.Context, w *wconn, items []session.Item) error {
 	if err := w.exec(ctx, s.st.q.upsertSession, s.id); err != nil {
 		return err
 	}
@@ -250,9 +269,6 @@ func (s *Session) insert(ctx context.Context, w *wconn, items []session.Item) er
 // leaving it in place, and deletes the newest readable one. A session
 // without a readable item gives ok == false and deletes nothing.
 func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
-	if err := s.st.historyWritable(); err != nil {
-		return session.Item{}, false, err
-	}
 	if err := s.st.check(ctx); err != nil {
 		return session.Item{}, false, err
 	}
@@ -262,10 +278,12 @@ func (s *Session) PopItem(ctx context.Context) (session.Item, bool, error) {
 		d    decoder
 	)
 	err := s.st.writeW(ctx, "pop item", true, func(ctx context.Context, w *wconn, redo bool) error {
-		if err := s.st.historyWritableIn(w); err != nil {
+		item, ok, d = session.Item{}, false, decoder{newestFirst: true}
+		if w.advanced {
+			var err error
+			item, ok, err = s.popAdvanced(ctx, w, &d)
 			return err
 		}
-		item, ok, d = session.Item{}, false, decoder{newestFirst: true}
 		if redo {
 			var err error
 			item, ok, err = s.popReadable(ctx, w, &d)
@@ -347,18 +365,15 @@ func (s *Session) popReadable(ctx context.Context, w *wconn, d *decoder) (sessio
 // transaction. Its checkpoints stay (Store.RemoveSession deletes them
 // too).
 func (s *Session) Clear(ctx context.Context) error {
-	if err := s.st.historyWritable(); err != nil {
-		return err
-	}
 	return s.st.writeW(ctx, "clear", false, func(ctx context.Context, w *wconn, _ bool) error {
-		if err := s.st.historyWritableIn(w); err != nil {
-			return err
-		}
 		return s.clear(ctx, w)
 	})
 }
 
 func (s *Session) clear(ctx context.Context, w *wconn) error {
+	if w.advanced {
+		return s.clearAdvanced(ctx, w)
+	}
 	if err := w.exec(ctx, s.st.q.clearMessages, s.id); err != nil {
 		return err
 	}
@@ -371,15 +386,12 @@ func (s *Session) clear(ctx context.Context, w *wconn) error {
 // repair and compaction replace a conversation, not start a new one.
 // Replacing with no items is Clear. Checkpoints stay either way.
 func (s *Session) ReplaceItems(ctx context.Context, items []session.Item) error {
-	if err := s.st.historyWritable(); err != nil {
-		return err
-	}
 	if err := driver.ValidateBatch(items); err != nil {
 		return err
 	}
 	return s.st.writeW(ctx, "replace items", false, func(ctx context.Context, w *wconn, _ bool) error {
-		if err := s.st.historyWritableIn(w); err != nil {
-			return err
+		if w.advanced {
+			return s.replaceAdvanced(ctx, w, items)
 		}
 		if len(items) == 0 {
 			return s.clear(ctx, w)
@@ -398,6 +410,17 @@ func (s *Session) HistoryVersion(ctx context.Context) (string, error) {
 	if err := s.st.check(ctx); err != nil {
 		return "", err
 	}
+	if s.st.isAdvanced() {
+		branch, err := s.readBranch(ctx)
+		if err != nil {
+			return "", s.st.wrap(ctx, "read the history version", err)
+		}
+		v, err := s.branchVersion(ctx, s.st.db, branch)
+		if err != nil {
+			return "", s.st.wrap(ctx, "read the history version", err)
+		}
+		return v, nil
+	}
 	var v string
 	if err := s.st.db.QueryRowContext(ctx, s.st.q.version, s.id).Scan(&v); err != nil {
 		return "", s.st.wrap(ctx, "read the history version", err)
@@ -410,26 +433,33 @@ func (s *Session) HistoryVersion(ctx context.Context) (string, error) {
 // otherwise it returns an error wrapping session.ErrHistoryChanged and
 // writes nothing.
 func (s *Session) ReplaceItemsIf(ctx context.Context, version string, items []session.Item) error {
-	if err := s.st.historyWritable(); err != nil {
-		return err
-	}
 	if err := driver.ValidateBatch(items); err != nil {
 		return err
 	}
 	return s.st.writeW(ctx, "replace items", false, func(ctx context.Context, w *wconn, _ bool) error {
-		if err := s.st.historyWritableIn(w); err != nil {
-			return err
-		}
-		stmt, err := w.stmt(ctx, s.st.q.version)
-		if err != nil {
-			return err
-		}
 		var now string
-		if err := stmt.QueryRowContext(ctx, s.id).Scan(&now); err != nil {
-			return err
+		if w.advanced {
+			branch, err := s.branchIn(ctx, w.c)
+			if err != nil {
+				return err
+			}
+			if now, err = s.branchVersion(ctx, w.c, branch); err != nil {
+				return err
+			}
+		} else {
+			stmt, err := w.stmt(ctx, s.st.q.version)
+			if err != nil {
+				return err
+			}
+			if err := stmt.QueryRowContext(ctx, s.id).Scan(&now); err != nil {
+				return err
+			}
 		}
 		if now != version {
 			return untouched(fmt.Errorf("session %q: %w", s.id, session.ErrHistoryChanged))
+		}
+		if w.advanced {
+			return s.replaceAdvanced(ctx, w, items)
 		}
 		if len(items) == 0 {
 			return s.clear(ctx, w)

@@ -22,7 +22,7 @@ import (
 // concurrent use, and several Stores (in one process or in several) may
 // share a database file.
 type Store struct {
-	advanced bool // an AdvancedSQLiteSession store: read-only history (advanced.go)
+	advanced bool // an AdvancedSQLiteSession store when opened (advanced.go)
 	// schemaSeen is the schema cookie (PRAGMA schema_version) a write
 	// transaction last read, -1 before the first; advancedSeen says
 	// whether the database was then an AdvancedSQLiteSession store
@@ -34,6 +34,7 @@ type Store struct {
 	memory       bool // an in-memory database: its one connection is the database
 	opts         Options
 	q            *queries
+	aq           advQueries // the AdvancedSQLiteSession statements (advanced.go)
 	// w is the group-commit writer every write goes through (writer.go).
 	w writerState
 	// syncPragma, for OpenDB with Options.Synchronous, is run on each
@@ -51,6 +52,9 @@ type Store struct {
 	// opsReady: the operation-id table is known to exist (once.go).
 	opsReady atomic.Bool
 	closing  atomic.Bool // Close was called
+	// ownIndexes: this package's indexes on an AdvancedSQLiteSession
+	// store were added (ensureOwnIndexes).
+	ownIndexes atomic.Bool
 }
 
 // readStmts are the prepared statements of the reads.
@@ -245,7 +249,7 @@ func OpenDB(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 }
 
 func newStore(ctx context.Context, db *sql.DB, owned, memory bool, o Options, syncPragma string) (*Store, error) {
-	st := &Store{db: db, owned: owned, memory: memory, opts: o, q: newQueries(o), syncPragma: syncPragma}
+	st := &Store{db: db, owned: owned, memory: memory, opts: o, q: newQueries(o), aq: newAdvQueries(o), syncPragma: syncPragma}
 	st.schemaSeen.Store(-1)
 	if !o.ReadOnly {
 		// The writer keeps a connection of its own unless that would
@@ -263,10 +267,7 @@ func newStore(ctx context.Context, db *sql.DB, owned, memory bool, o Options, sy
 		st.stopWriter()
 		return nil, fmt.Errorf("sqlite: reading the schema: %w", err)
 	}
-	if advanced {
-		st.advanced = true
-		st.q.readAdvanced()
-	}
+	st.advanced = advanced
 	for _, p := range []struct {
 		dst   **sql.Stmt
 		query string

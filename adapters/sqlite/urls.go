@@ -141,22 +141,32 @@ func (s *urlStore) RemoveSession(ctx context.Context, id string) error {
 // AppendRaw stores raw, unvalidated, as TEXT in the next row of session
 // id, with the statements AddItems uses.
 func (s *urlStore) AppendRaw(ctx context.Context, id string, raw []byte) error {
-	if err := s.st.historyWritable(); err != nil {
-		return err
-	}
 	if _, err := s.st.Session(id); err != nil {
 		return err
 	}
-	return s.st.writeW(ctx, "append raw", false, func(ctx context.Context, w *wconn, _ bool) error {
-		if err := s.st.historyWritableIn(w); err != nil {
-			return err
-		}
-		c := w.c
-		if _, err := c.ExecContext(ctx, s.st.q.upsertSession, id); err != nil {
-			return err
-		}
-		_, err := c.ExecContext(ctx, s.st.q.insertSQL(1), id, string(raw))
+	return s.st.appendRaw(ctx, id, raw)
+}
+
+// appendRaw stores raw, unvalidated, as TEXT in the next row of session
+// id, with the statements AddItems uses (and, on an AdvancedSQLiteSession
+// store, its structure row on the handle's branch, MainBranch).
+func (st *Store) appendRaw(ctx context.Context, id string, raw []byte) error {
+	s, err := st.Session(id)
+	if err != nil {
 		return err
+	}
+	return st.writeW(ctx, "append raw", false, func(ctx context.Context, w *wconn, _ bool) error {
+		c := w.c
+		if _, err := c.ExecContext(ctx, st.q.upsertSession, id); err != nil {
+			return err
+		}
+		if _, err := c.ExecContext(ctx, st.q.insertSQL(1), id, string(raw)); err != nil {
+			return err
+		}
+		if !w.advanced {
+			return nil
+		}
+		return s.insertStructure(ctx, w, 1, func(int) []byte { return raw })
 	})
 }
 

@@ -91,8 +91,8 @@ type wconn struct {
 	c     *sql.Conn
 	stmts map[string]*sql.Stmt
 	// advanced says that the open transaction found the database an
-	// AdvancedSQLiteSession store (Store.advancedNow): writes to the
-	// history refuse it (historyWritableIn).
+	// AdvancedSQLiteSession store (Store.advancedNow): history writes
+	// keep the class's structure rows (advanced.go).
 	advanced bool
 	// cookie reads PRAGMA schema_version on the driver's connection
 	// (schemaVersion), prepared once.
@@ -582,6 +582,9 @@ func (st *Store) round(wc *wconn, reqs []*request) (again []*request) {
 	single := len(reqs) == 1
 	lost := false // no transaction to commit: SQLite rolled it back, or redo could not begin
 	wc.advanced = st.advancedNow(ctx, wc)
+	if wc.advanced {
+		st.ensureOwnIndexes(ctx, wc)
+	}
 	for _, r := range reqs {
 		r.ok, r.again, r.err, r.clean = false, false, nil, false
 		if lost {
