@@ -276,6 +276,14 @@ var lostOps = []lostOp{
 			_, err := s.AppendWithCheckpoint(ctx, lostBatch, "c", []byte(`{"v":2}`), 1)
 			return err
 		}},
+	// The handle has written to the session before: the native commit is
+	// the fenced MULTI/EXEC (commitFenced), not the commit script.
+	{name: "AppendWithCheckpoint(fenced)", setup: lostSetupBase,
+		do: func(ctx context.Context, _ *Store, s *Session, _ string) error {
+			s.listed.Store(true)
+			_, err := s.AppendWithCheckpoint(ctx, lostBatch, "c", []byte(`{"v":2}`), 1)
+			return err
+		}},
 	{name: "DeleteCheckpoint", setup: lostSetupBase,
 		do: func(ctx context.Context, _ *Store, s *Session, _ string) error {
 			return s.DeleteCheckpoint(ctx, "c", 1)
@@ -294,6 +302,12 @@ var lostOps = []lostOp{
 		check: checkPopRecovered},
 	{name: "AppendWithCheckpoint(WaitReplicas)", wait: true, setup: lostSetupBase,
 		do: func(ctx context.Context, _ *Store, s *Session, _ string) error {
+			_, err := s.AppendWithCheckpoint(ctx, lostBatch, "c", []byte(`{"v":2}`), 1)
+			return err
+		}},
+	{name: "AppendWithCheckpoint(fenced,WaitReplicas)", wait: true, setup: lostSetupBase,
+		do: func(ctx context.Context, _ *Store, s *Session, _ string) error {
+			s.listed.Store(true)
 			_, err := s.AppendWithCheckpoint(ctx, lostBatch, "c", []byte(`{"v":2}`), 1)
 			return err
 		}},
