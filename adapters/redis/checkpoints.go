@@ -66,7 +66,7 @@ func (s *Session) SaveCheckpoint(ctx context.Context, name string, doc []byte, v
 // and the type of every key it writes before its first write, then writes
 // the metadata as the append script does, pushes the items (passed in
 // ARGV) and saves the checkpoint. In the native layout without a TTL, once
-// this handle has written to the session, it is instead one transaction:
+// this handle has appended items to the session, it is instead one transaction:
 // MULTI, RPUSH of the items, EVAL of a short fence script that checks the
 // version and saves the checkpoint or takes the items back off, EXEC (see
 // "Checkpoints" in the package documentation). A conflict (an error
