@@ -215,6 +215,32 @@ func init() {
 }
 EOF
 		;;
+	"$ROOT/adapters/dapr")
+		# No sidecar here: the program checks that the import registered the
+		# dapr:// scheme and that its URL is validated before any dial.
+		cat <<'EOF'
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/agentsessions/sessions/adapters"
+	_ "github.com/agentsessions/sessions/adapters/dapr"
+)
+
+func init() {
+	uses = append(uses, func(ctx context.Context, _ adapters.Store) (string, error) {
+		_, err := adapters.Open(ctx, "dapr://localhost:50001/statestore?consistency=sometimes")
+		if !errors.Is(err, adapters.ErrInvalidDSN) {
+			return "", fmt.Errorf("dapr:// with a bad consistency: %v, want adapters.ErrInvalidDSN", err)
+		}
+		return "ok github.com/agentsessions/sessions/adapters/dapr: dapr:// registered, a bad URL refused before any dial", nil
+	})
+}
+EOF
+		;;
 	"$ROOT/integrations/eino")
 		cat <<'EOF'
 package main
