@@ -65,8 +65,8 @@ func (s *Session) SaveCheckpoint(ctx context.Context, name string, doc []byte, v
 // commit script (EVALSHA), in either layout: it checks the stored version
 // and the type of every key it writes before its first write, then writes
 // the metadata as the append script does, pushes the items (passed in
-// ARGV) and saves the checkpoint. In the native layout without a TTL, once
-// this handle has appended items to the session, it is instead one transaction:
+// ARGV) and saves the checkpoint. In the native layout, once this handle
+// has appended items to the session, it is instead one transaction:
 // MULTI, RPUSH of the items, EVAL of a short fence script that checks the
 // version and saves the checkpoint or takes the items back off, EXEC (see
 // "Checkpoints" in the package documentation). A conflict (an error
@@ -100,7 +100,7 @@ func (s *Session) AppendWithCheckpoint(ctx context.Context, items []session.Item
 		sc = pythonCommitScript
 	}
 	expected := strconv.FormatInt(version, 10)
-	fenced := len(items) > 0 && s.st.opts.Layout == LayoutNative && s.st.ttlMS == 0 && s.listed.Load()
+	fenced := len(items) > 0 && s.st.opts.Layout == LayoutNative && s.listed.Load()
 	wctx := context.WithoutCancel(ctx)
 	var ok bool
 	var got int64
@@ -140,8 +140,9 @@ func (s *Session) AppendWithCheckpoint(ctx context.Context, items []session.Item
 const fenceFallback = 2
 
 // commitFenced is the native layout's commit of a non-empty batch onto a
-// list that existed at this handle's last write, with no TTL: MULTI, RPUSH
-// of the items, EVAL of the fence (fenceSrc), EXEC, in one round trip, sent
+// list that existed at this handle's last write: MULTI, RPUSH of the
+// items, EVAL of the fence (fenceSrc; fenceTTLSrc, which also restarts
+// every key's expiry, with a TTL), EXEC, in one round trip, sent
 // at most once. The fence sees the batch only by its length: a conflict or
 // a failure takes the just-pushed items back off in the same transaction,
 // so nothing else runs between the push and its undoing, and nothing is
@@ -150,8 +151,14 @@ const fenceFallback = 2
 // script must run.
 func (s *Session) commitFenced(ctx context.Context, p processor, items []session.Item, name string, doc []byte, expected string) ([]any, error) {
 	push := s.pushCmd(ctx, "rpush", items)
-	args := evalArgs("eval", fenceSrc, s.all, 4)
-	fence := goredis.NewCmd(ctx, append(args, name, doc, expected, len(items))...)
+	var fence *goredis.Cmd
+	if s.st.ttlMS == 0 {
+		args := evalArgs("eval", fenceSrc, s.all, 4)
+		fence = goredis.NewCmd(ctx, append(args, name, doc, expected, len(items))...)
+	} else {
+		args := evalArgs("eval", fenceTTLSrc, s.all, 5)
+		fence = goredis.NewCmd(ctx, append(args, name, doc, expected, len(items), s.st.ttlMS)...)
+	}
 	fence.SetFirstKeyPos(3)
 	_, err := p.TxPipelined(ctx, func(tx goredis.Pipeliner) error {
 		_ = tx.Process(ctx, onceInt{push})

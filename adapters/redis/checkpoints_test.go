@@ -85,9 +85,9 @@ func TestPythonCheckpointKeyConfined(t *testing.T) {
 // all: every key of the session is byte for byte what it was, expiry
 // included, and a fresh session gets no key.
 //
-// With no TTL the native commits after the first go through the fence
-// (commitFenced: the push lands, and is taken off again); with one, and in
-// the Python layout, through the commit script.
+// The native commits after the handle's first append go through the fence
+// (commitFenced: the push lands, and is taken off again), with and without
+// a TTL; in the Python layout through the commit script.
 func TestAppendWithCheckpointStaleWritesNothing(t *testing.T) {
 	for _, tc := range layoutCases {
 		for _, ttl := range []time.Duration{0, time.Hour} {

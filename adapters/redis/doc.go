@@ -82,11 +82,12 @@
 //	SaveCheckpoint 1 EVALSHA of the commit script: version check, version and document, PEXPIRE
 //	                 every key
 //	AppendWithCheckpoint
-//	              1  native, no TTL, onto a session the handle appended to before: MULTI, RPUSH of
-//	                 the items, EVAL of the fence (LLEN, HGET of the version; on a conflict or a
-//	                 failure LTRIM takes the items back off; else HSET of version and document),
-//	                 EXEC; 1 more, the commit script, when the fence finds that the push created
-//	                 the list (someone deleted the history) or a version it leaves to the script
+//	              1  native, onto a session the handle appended to before: MULTI, RPUSH of the
+//	                 items, EVAL of the fence (LLEN, HGET of the version; on a conflict or a
+//	                 failure LTRIM takes the items back off; else HSET of version and document,
+//	                 PEXPIRE every key with a TTL), EXEC; 1 more, the commit script, when the fence
+//	                 finds that the push created the list (someone deleted the history) or a
+//	                 version it leaves to the script
 //	              1  otherwise: EVALSHA of the commit script, the items in ARGV: version and key
 //	                 types checked, then the metadata, RPUSH, version and document, PEXPIRE
 //	                 every key
@@ -223,7 +224,7 @@
 // everything as it was, byte for byte. The items pass through the
 // script's ARGV, so that an EVALSHA the server answers with NOSCRIPT has
 // pushed nothing and is sent again, once, with EVAL. In the native layout
-// without a TTL, a handle that has appended to the session before commits
+// a handle that has appended to the session before commits
 // more cheaply (getting the items into Lua costs more than pushing them):
 // MULTI, a plain RPUSH of the items, the fence, EXEC. The fence is a short
 // script that sees only the number of items pushed: it checks the version

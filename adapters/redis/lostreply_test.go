@@ -305,6 +305,12 @@ var lostOps = []lostOp{
 			_, err := s.AppendWithCheckpoint(ctx, lostBatch, "c", []byte(`{"v":2}`), 1)
 			return err
 		}},
+	{name: "AppendWithCheckpoint(fenced,TTL)", ttl: true, setup: lostSetupBase,
+		do: func(ctx context.Context, _ *Store, s *Session, _ string) error {
+			s.listed.Store(true)
+			_, err := s.AppendWithCheckpoint(ctx, lostBatch, "c", []byte(`{"v":2}`), 1)
+			return err
+		}},
 	{name: "AppendWithCheckpoint(fenced,WaitReplicas)", wait: true, setup: lostSetupBase,
 		do: func(ctx context.Context, _ *Store, s *Session, _ string) error {
 			s.listed.Store(true)

@@ -263,7 +263,7 @@ end
 ` + commitTailSrc
 
 // fenceSrc is the version fence of the native layout's AppendWithCheckpoint
-// on an existing session without a TTL (see Session.commitFenced): it runs
+// on an existing session (see Session.commitFenced): it runs
 // in a MULTI/EXEC right after a plain RPUSH of the batch, sees none of the
 // items (passing them into Lua costs more than the push), and is sent with
 // EVAL, never EVALSHA: an EVALSHA answered NOSCRIPT inside EXEC would leave
@@ -272,15 +272,25 @@ end
 // hashes it on every call.
 //
 // ARGV: the checkpoint's name, document, expected version and the number n
-// of items pushed. LLEN fails, writing nothing, when the items key is of
-// another type (the RPUSH failed too). The fence takes the n items back off
+// of items pushed (and, in fenceTTLSrc, the TTL). LLEN fails, writing
+// nothing, when the items key is of another type (the RPUSH failed too).
+// The fence takes the n items back off
 // (LTRIM) and returns, having changed nothing, {0, stored version} on a
 // conflict, {2, "0"} when the commit script must run instead (the push
 // created the list, whose metadata the script writes; the stored version
 // is not a short decimal number, which the script advances or refuses),
 // and the HGET's error on a checkpoint key of another type. Otherwise it
 // advances the version and stores the document: {1, new version}.
-const fenceSrc = `local c,n,f=KEYS[#KEYS],tonumber(ARGV[4]),'v:'..ARGV[1]
+const fenceSrc = fenceHeadSrc + `return{1,v}`
+
+// fenceTTLSrc is fenceSrc for a Store with a TTL (ARGV[5], milliseconds):
+// a commit that lands also restarts the expiry of every key of the
+// session, the checkpoint hash's too, as the commit script does.
+const fenceTTLSrc = fenceHeadSrc + `for _,x in ipairs(KEYS)do redis.call('PEXPIRE',x,ARGV[5])end
+return{1,v}`
+
+// fenceHeadSrc is the fence up to its answer on success.
+const fenceHeadSrc = `local c,n,f=KEYS[#KEYS],tonumber(ARGV[4]),'v:'..ARGV[1]
 local l=redis.call('LLEN',KEYS[1])
 local h=redis.pcall('HGET',c,f)
 local r
@@ -290,7 +300,7 @@ else h=h or'0' if ARGV[3]~='-1'and ARGV[3]~=h then r={0,h}end end
 if r then redis.call('LTRIM',KEYS[1],0,-n-1)return r end
 local v=string.format('%d',h+1)
 redis.call('HSET',c,f,v,'d:'..ARGV[1],ARGV[2])
-return{1,v}`
+`
 
 // deleteCheckpointSrc deletes checkpoint ARGV[1] of the hash KEYS[1] if
 // its version is ARGV[2] (or ARGV[2] is "-1"); it returns {1, version
