@@ -357,6 +357,13 @@ trap 'rm -rf "$TMP"' EXIT
 ln -s "$REPO" "$TMP/sessions"
 export GOWORK=off
 
+# short prints module $1's path in the repository with - for /
+# (integrations-eino-events), a name for its directory and file.
+short() {
+	local p=${1#"$ROOT"/}
+	printf '%s\n' "${p//\//-}"
+}
+
 # build NAME GOMOD MODULE...: a module in $TMP/NAME with GOMOD as its
 # go.mod and a program using MODULE...
 build() {
@@ -369,7 +376,7 @@ build() {
 	local want="ok $ROOT"
 	for m in "$@"; do
 		[ "$m" = "$ROOT" ] && continue
-		use_go "$m" >"$d/$(basename "$m").go" || fail "scripts/outside.sh has no use of $m: add one to use_go"
+		use_go "$m" >"$d/$(short "$m").go" || fail "scripts/outside.sh has no use of $m: add one to use_go"
 		want+=$'\n'"ok $m"
 	done
 	local t0 times=""
@@ -407,6 +414,6 @@ for m in "${MODS[@]}"; do
 		if (index(p, r "/") == 1 && p != keep) next
 		print
 	}')
-	build "$(basename "$m")" "$sub" "$ROOT" "$m"
+	build "$(short "$m")" "$sub" "$ROOT" "$m"
 done
 echo "outside.sh: [$(elapsed)] every module builds from outside as README.md says"
