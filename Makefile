@@ -19,18 +19,26 @@ RACED       := $(filter-out $(LAUNCHER),$(NESTED))
 PKGS        := ./...
 # Where the tests note each skip for a server that could not be started.
 SKIPLOG     := $(or $(TMPDIR),/tmp)/agentsessions-skipped-backends
+# A progress line with the time since make started: $(SAY) "vet otelsession"
+# prints "== [2m31s] vet otelsession".
+T0          := $(shell date +%s)
+SAY          = printf '== [%dm%02ds] %s\n' $$(( ($$(date +%s) - $(T0)) / 60 )) $$(( ($$(date +%s) - $(T0)) % 60 ))
 
 .PHONY: test vet lint bench fuzz launcher outside reliability chart
 
 ## test: vet, the launcher's build, the outside build (README.md's go.mod),
 ## then every test with -race against every backend the suite can start, in
-## the library and in each nested module. The reliability campaign runs at
-## its short setting as part of it (internal/testkit/crashtest, internal/testkit/reliability).
+## the library and in each nested module, each step announced with the time
+## since the start. The reliability campaign runs at its short setting as
+## part of it (internal/testkit/crashtest, internal/testkit/reliability).
 test: vet launcher outside
 	@rm -f $(SKIPLOG)
+	@$(SAY) "test ./... (the library, -race)"
 	SESSIONS_SKIP_LOG=$(SKIPLOG) $(GO) test -race -count=1 -timeout 25m $(PKGS)
-	@for m in $(RACED); do echo "== $$m"; (cd $$m && SESSIONS_SKIP_LOG=$(SKIPLOG) $(GO) test -race -count=1 -timeout 10m ./...) || exit 1; done
+	@for m in $(RACED); do $(SAY) "test $$m (-race)"; (cd $$m && SESSIONS_SKIP_LOG=$(SKIPLOG) $(GO) test -race -count=1 -timeout 10m ./...) || exit 1; done
+	@$(SAY) "test $(LAUNCHER)"
 	cd $(LAUNCHER) && SESSIONS_SKIP_LOG=$(SKIPLOG) $(GO) test -count=1 -timeout 10m ./...
+	@$(SAY) "tests done"
 	@if [ -s $(SKIPLOG) ]; then \
 	  echo; echo "!!! SKIPPED: $$(wc -l < $(SKIPLOG)) tests did not run because a server could not be started:"; \
 	  cut -f1 $(SKIPLOG) | sort | uniq -c | sed 's/^/!!!   /'; \
@@ -52,22 +60,26 @@ reliability: launcher
 ## launcher: build the test-server launcher (FerretDB, testcontainers) once, so
 ## a cold build (minutes on a fresh machine) happens here and not inside a test.
 launcher:
+	@$(SAY) "build $(LAUNCHER) (minutes on a cold build cache)"
 	$(GO) build -C $(LAUNCHER) -o /dev/null .
 
 ## outside: README.md's "Depend on it" go.mod, byte for byte, in modules
 ## outside the checkout: go mod tidy, go build, go run (scripts/outside.sh).
 outside:
+	@$(SAY) "outside: README.md's go.mod in modules outside the checkout (scripts/outside.sh)"
 	GO=$(GO) scripts/outside.sh
 
 vet:
+	@$(SAY) "vet ./... (the library)"
 	$(GO) vet $(PKGS)
-	@for m in $(NESTED); do (cd $$m && $(GO) vet ./...) || exit 1; done
+	@for m in $(NESTED); do $(SAY) "vet $$m"; (cd $$m && $(GO) vet ./...) || exit 1; done
 
 ## lint: gofmt, go vet and staticcheck, on the library and every nested module.
 lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	@$(SAY) "staticcheck ./... (the library)"
 	$(STATICCHECK) $(PKGS)
-	@for m in $(NESTED); do (cd $$m && $(STATICCHECK) ./...) || exit 1; done
+	@for m in $(NESTED); do $(SAY) "staticcheck $$m"; (cd $$m && $(STATICCHECK) ./...) || exit 1; done
 
 ## bench: every adapter against its raw driver in the same run (ratios are reported as metrics),
 ## and the crash-safe save ratio on every backend (runstate).
