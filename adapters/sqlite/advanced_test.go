@@ -86,6 +86,9 @@ func TestAdvancedGoWritesClassReads(t *testing.T) {
 	require.Equal(t, all, pyGo.instance().getItems("main"))
 	require.Equal(t, pyRef.conversationTurns(""), pyGo.conversationTurns(""), "the class's turn listing shows Go's turns")
 	noOrphans(t, pyGo)
+	var own int
+	require.NoError(t, pyGo.db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN ('agentsessions_structure_branch_turn', 'agentsessions_structure_message')`).Scan(&own))
+	require.Equal(t, 2, own, "Go's first write added its indexes")
 
 	got, err := s.Items(ctx)
 	require.NoError(t, err)

@@ -143,6 +143,15 @@
 // class's calls. On an ordinary store they fail with ErrNotAdvanced, and
 // no write of this package ever adds the class's tables to one.
 //
+// A Store's first write transaction on such a store adds two indexes of
+// this package's own to message_structure, which the class ignores:
+// agentsessions_structure_branch_turn on (session_id, branch_id,
+// branch_turn_number), so that an append finds the branch's turn numbers
+// in O(log n) (the class's one statement scans the branch), and
+// agentsessions_structure_message on message_id, which SQLite looks up
+// for every message row a pop, clear or branch deletion deletes, as this
+// package's connections enforce foreign keys.
+//
 // A Store opened on a file the class makes advanced later switches with
 // its next write transaction, which sees the new tables; items written
 // before have no structure rows, and the class's cleanup deletes them.

@@ -404,8 +404,9 @@ func (s *Session) ReplaceItems(ctx context.Context, items []session.Item) error 
 }
 
 // HistoryVersion returns the version of the session's stored rows: their
-// count and the newest id. AUTOINCREMENT never hands out an id twice, so
-// a changed history never brings an old version back.
+// count and the newest id (on an AdvancedSQLiteSession store, those of
+// the current branch's structure rows). AUTOINCREMENT never hands out an
+// id twice, so a changed history never brings an old version back.
 func (s *Session) HistoryVersion(ctx context.Context) (string, error) {
 	if err := s.st.check(ctx); err != nil {
 		return "", err
