@@ -8,13 +8,15 @@ GO          ?= go
 STATICCHECK ?= staticcheck
 LAUNCHER    := internal/testkit/testservers/launcher
 # Modules of their own, so that their dependencies never enter the library's
-# go.mod: the OpenTelemetry wrapper, the framework integrations and the
+# go.mod: the OpenTelemetry wrapper, the framework integrations (eino's v0.7
+# checkpoint store and its v0.10 session event store, genkit, openai-go), the
+# Dapr adapter (dapr's SDK; its tests run a daprd built by the daprd target), the
 # linearizability campaign (porcupine), the tests that need two of these
 # modules at once (internal/testkit/crossmodule, so that neither requires the
 # other), and the test-server launcher (FerretDB, testcontainers), whose
 # tests run without -race: a race build of FerretDB would add minutes and
 # test nothing of ours.
-NESTED      := otelsession integrations/eino integrations/openaigo internal/testkit/linearize internal/testkit/crossmodule internal/testkit/testservers/launcher
+NESTED      := otelsession integrations/eino integrations/eino/events integrations/genkit integrations/openaigo adapters/dapr internal/testkit/linearize internal/testkit/crossmodule internal/testkit/testservers/launcher
 RACED       := $(filter-out $(LAUNCHER),$(NESTED))
 PKGS        := ./...
 # Where the tests note each skip for a server that could not be started.
