@@ -300,7 +300,7 @@ func newAdvQueries(o Options) advQueries {
 		// pop_item: the class claims the newest structure row of the
 		// branch; this package walks down to the newest readable one
 		// (popAdvanced).
-		popWalk:           `SELECT s.id, s.sequence_number, s.user_turn_number, m.message_data FROM message_structure s JOIN ` + m + ` m ON m.id = s.message_id WHERE s.session_id = ?1 AND s.branch_id = ?2 ORDER BY s.sequence_number DESC`,
+		popWalk:           `SELECT s.id, s.sequence_number, s.user_turn_number, m.id IS NULL, m.message_data FROM message_structure s LEFT JOIN ` + m + ` m ON m.id = s.message_id WHERE s.session_id = ?1 AND s.branch_id = ?2 ORDER BY s.sequence_number DESC`,
 		deleteStructureID: `DELETE FROM message_structure WHERE id = ?1`,
 		cleanupOrphans:    `DELETE FROM ` + m + ` WHERE session_id = ?1 AND id NOT IN (SELECT message_id FROM message_structure ms WHERE ms.session_id = ?1)`,
 		turnLeft:          `SELECT COUNT(*) FROM message_structure WHERE session_id = ?1 AND branch_id = ?2 AND user_turn_number = ?3`,
@@ -492,11 +492,12 @@ func (s *Session) cleanupOrphans(ctx context.Context, w *wconn) error {
 }
 
 // popAdvanced is pop_item on the current branch: it deletes the structure
-// row of the newest readable item of the branch, the message rows no
-// structure row references any more, and the turn's usage row when the
-// turn has no row left on the branch. Unlike the class, which deletes an
-// unreadable newest row and goes on, it leaves unreadable rows in place
-// and reports them (as PopItem does on every store): a record this
+// row of the newest readable item of the branch (and, as the class does,
+// the structure rows above it whose message row is gone), the message
+// rows no structure row references any more, and a turn's usage row when
+// the turn has no row left on the branch. Unlike the class, which deletes
+// an unreadable newest row and goes on, it leaves unreadable rows in
+// place and reports them (as PopItem does on every store): a record this
 // package cannot read is never deleted by it.
 func (s *Session) popAdvanced(ctx context.Context, w *wconn, d *decoder) (session.Item, bool, error) {
 	q := &s.st.aq
@@ -511,15 +512,26 @@ func (s *Session) popAdvanced(ctx context.Context, w *wconn, d *decoder) (sessio
 	if err != nil {
 		return session.Item{}, false, err
 	}
+	type claimed struct {
+		id   int64
+		turn sql.NullInt64
+	}
 	var (
-		structID, seq int64
-		turn          sql.NullInt64
-		found         bool
+		drop    []claimed // the popped row, and the rows above it whose message is gone
+		found   bool
+		missing bool
 	)
 	for rows.Next() {
-		if err := rows.Scan(&structID, &seq, &turn, &d.raw); err != nil {
+		var c claimed
+		var seq int64
+		if err := rows.Scan(&c.id, &seq, &c.turn, &missing, &d.raw); err != nil {
 			rows.Close()
 			return session.Item{}, false, err
+		}
+		if missing {
+			// The class claims such a row, finds no message and goes on.
+			drop = append(drop, c)
+			continue
 		}
 		raw := d.text()
 		it, derr := d.dec.DecodeString(raw)
@@ -528,25 +540,34 @@ func (s *Session) popAdvanced(ctx context.Context, w *wconn, d *decoder) (sessio
 			continue
 		}
 		d.items = append(d.items, it)
+		drop = append(drop, c)
 		found = true
 		break
 	}
 	if err := closeRows(rows); err != nil || !found {
 		return session.Item{}, false, err
 	}
-	if err := w.exec(ctx, q.deleteStructureID, structID); err != nil {
-		return session.Item{}, false, err
+	for _, c := range drop {
+		if err := w.exec(ctx, q.deleteStructureID, c.id); err != nil {
+			return session.Item{}, false, err
+		}
 	}
 	if err := s.cleanupOrphans(ctx, w); err != nil {
 		return session.Item{}, false, err
 	}
-	if turn.Valid {
+	// A turn left without rows on the branch loses its usage row (the
+	// class checks after each row it claims; rows only go, so checking
+	// once at the end leaves the same rows).
+	for _, c := range drop {
+		if !c.turn.Valid {
+			continue
+		}
 		var left int64
-		if err := w.c.QueryRowContext(ctx, q.turnLeft, s.id, branch, turn.Int64).Scan(&left); err != nil {
+		if err := w.c.QueryRowContext(ctx, q.turnLeft, s.id, branch, c.turn.Int64).Scan(&left); err != nil {
 			return session.Item{}, false, err
 		}
 		if left == 0 {
-			if err := w.exec(ctx, q.deleteTurnUsage, s.id, branch, turn.Int64); err != nil {
+			if err := w.exec(ctx, q.deleteTurnUsage, s.id, branch, c.turn.Int64); err != nil {
 				return session.Item{}, false, err
 			}
 		}

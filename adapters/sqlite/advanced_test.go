@@ -533,3 +533,36 @@ func TestAdvancedRefusalText(t *testing.T) {
 		require.Contains(t, err.Error(), `session "go"`)
 	}
 }
+
+// TestAdvancedPopDanglingAndUnreadable: a structure row whose message is
+// gone is deleted on the way down, as the class's pop deletes it; an
+// unreadable record is left in place (the class would delete it), and the
+// newest readable item below it is popped.
+func TestAdvancedPopDanglingAndUnreadable(t *testing.T) {
+	ctx := context.Background()
+	st, s, pyGo, pyRef := advancedPair(t)
+	addBoth(t, s, pyRef, advBatch1)
+	addBoth(t, s, pyRef, []string{`{"role": "user", "content": "two"}`})
+	for _, id := range []string{"go", "py"} {
+		_, err := pyGo.db.Exec(`INSERT INTO message_structure (session_id, message_id, branch_id, message_type, sequence_number, user_turn_number, branch_turn_number)
+            VALUES (?1, 999999, 'main', 'assistant', (SELECT max(sequence_number) + 1 FROM message_structure WHERE session_id = ?1), 2, 2)`, id)
+		require.NoError(t, err)
+	}
+	it, ok, err := s.PopItem(ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, `{"role": "user", "content": "two"}`, it.String())
+	require.Equal(t, `{"role": "user", "content": "two"}`, pyRef.popItem())
+	require.Equal(t, pyRef.structure(), pyGo.structure(), "the dangling row went, as the class's pop deletes it")
+
+	require.NoError(t, st.appendRaw(ctx, "go", []byte(`not json`)))
+	it, ok, err = s.PopItem(ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, advBatch1[1], it.String(), "the newest readable item")
+	rows := pyGo.structure()
+	require.Len(t, rows, 2)
+	require.True(t, strings.HasPrefix(rows[1], "main other "), "the unreadable record stays: %v", rows)
+	require.Equal(t, advBatch1[:1], pyGo.getItems(""))
+	noOrphans(t, pyGo)
+}
