@@ -78,6 +78,9 @@ type CompactionReport struct {
 	After      int  // items stored after it, kept appends included
 	Kept       int  // items appended beside the compaction and kept after its output
 	Requests   int  // compact requests sent
+	// Usage is the token usage the compact requests reported, summed (the
+	// Python SDK adds it to the run's usage).
+	Usage responses.ResponseUsage
 	Deferred   bool // not replaced: the history kept changing, or it ends inside a turn
 	Why        string
 	// Fallback is true when the session cannot replace its history against
@@ -410,7 +413,7 @@ func (c *compacting) compact(ctx context.Context, responseID string, mode sessio
 			return rep, nil
 		}
 		rep.Requests++
-		out, err := c.request(ctx, mode, responseID, items)
+		out, err := c.request(ctx, mode, responseID, items, &rep.Usage)
 		if err != nil {
 			return rep, fmt.Errorf("openaigo: compact: %w", err)
 		}
@@ -504,7 +507,7 @@ func (c *compacting) compacted(items []session.Item) {
 }
 
 // request sends one compact request and returns its output, normalised.
-func (c *compacting) request(ctx context.Context, mode session.CompactionMode, responseID string, items []session.Item) ([]session.Item, error) {
+func (c *compacting) request(ctx context.Context, mode session.CompactionMode, responseID string, items []session.Item, usage *responses.ResponseUsage) ([]session.Item, error) {
 	params := responses.ResponseCompactParams{Model: responses.ResponseCompactParamsModel(c.opts.Model)}
 	if mode == session.CompactionPreviousResponseID {
 		params.PreviousResponseID = openai.String(responseID)
@@ -515,6 +518,9 @@ func (c *compacting) request(ctx context.Context, mode session.CompactionMode, r
 	if err != nil {
 		return nil, err
 	}
+	usage.InputTokens += resp.Usage.InputTokens
+	usage.OutputTokens += resp.Usage.OutputTokens
+	usage.TotalTokens += resp.Usage.TotalTokens
 	out := make([]session.Item, 0, len(resp.Output))
 	reasoning := false
 	for i, o := range resp.Output {

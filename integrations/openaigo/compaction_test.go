@@ -90,6 +90,8 @@ func TestCompactionTrigger(t *testing.T) {
 	assert.Equal(t, []string{`"question 1"`, `"question 2"`, `"question 3"`, `"question 4"`}, users)
 	assert.Equal(t, 1, n)
 	assert.Len(t, got, 5)
+	assert.Equal(t, int64(16), reports[1].Usage.InputTokens, "the fake's usage: one input token an item")
+	reports[1].Usage = responses.ResponseUsage{}
 	assert.Equal(t, openaigo.CompactionReport{Mode: session.CompactionInput, ResponseID: "resp_x", Before: 16, After: 5, Requests: 1}, reports[1])
 
 	// The compacted history is a valid input: the fake verifies the
