@@ -74,15 +74,15 @@ type CompactionContext struct {
 type CompactionReport struct {
 	ResponseID string
 	Mode       session.CompactionMode
-	Before     int  // items compacted
-	After      int  // items stored after it, kept appends included
-	Kept       int  // items appended beside the compaction and kept after its output
-	Requests   int  // compact requests sent
+	Before     int // items compacted
+	After      int // items stored after it, kept appends included
+	Kept       int // items appended beside the compaction and kept after its output
+	Requests   int // compact requests sent
 	// Usage is the token usage the compact requests reported, summed (the
 	// Python SDK adds it to the run's usage).
-	Usage responses.ResponseUsage
-	Deferred   bool // not replaced: the history kept changing, or it ends inside a turn
-	Why        string
+	Usage    responses.ResponseUsage
+	Deferred bool // not replaced: the history kept changing, or it ends inside a turn
+	Why      string
 	// Fallback is true when the session cannot replace its history against
 	// a version: the history was cleared and rewritten, Python's way.
 	Fallback bool
