@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -30,8 +31,12 @@ func TestConformanceAdvanced(t *testing.T) {
 	py := newAdvancedPy(t, path, conformance.ProbePrefix+"none")
 	c := &driver.CorruptLog{}
 	h := &harness{name: "sqlite-advanced", corrupt: c}
-	h.store = openStore(t, path, Options{OnCorrupt: c.Handler()})
-	h.peer = openStore(t, path, Options{OnCorrupt: c.Handler()})
+	// Two Stores on one file wait for each other's locks; an advanced
+	// store's writes do more (structure rows), so under a loaded race build
+	// the default 5 s was once not enough for the two-handles clause.
+	opts := Options{OnCorrupt: c.Handler(), BusyTimeout: 30 * time.Second}
+	h.store = openStore(t, path, opts)
+	h.peer = openStore(t, path, opts)
 	require.True(t, h.store.isAdvanced())
 	rep := conformance.Run(t, advancedHarness{h}, conformance.Options{})
 	require.Equal(t, conformance.LevelFull, rep.Level, rep.Summary())
