@@ -36,15 +36,22 @@ const DaprStateStore = "statestore"
 // module proxy and run here, on the Redis of [Redis].
 const KindLocalDaprd = "local-daprd"
 
-// daprdBuildTags selects the components daprd is built with: without one of
-// "stablecomponents" or "allcomponents" its init panics.
-const daprdBuildTags = "stablecomponents"
+// daprdMainPkg is the package, in the nested module ./daprd, that "go build"
+// turns into daprd: dapr v1.14.0's cmd/daprd registering only the
+// components the tests load (see the module's README).
+const daprdMainPkg = "./cmd/daprd"
 
-// daprdBuildTimeout bounds "go build" of daprd: measured at 3 min 15 s on
-// the 2-core machine with an empty build cache and an idle machine, far
-// longer under load. A CI step builds it first (SESSIONS_DAPRD_BIN) so
-// that no test waits for it.
-const daprdBuildTimeout = 25 * time.Minute
+// daprdBuildFlag compiles daprd without optimization or inlining, which
+// cuts the CPU of a build with an empty build cache by about a third (see
+// the module's README); the sidecar runs the same code, only slower per
+// request, which the tests do not measure.
+const daprdBuildFlag = "-gcflags=all=-N -l"
+
+// daprdBuildTimeout bounds "go build" of daprd: about 2.5 min of CPU with
+// an empty build cache (see the module's README), far longer in wall time
+// under load. A CI step builds it first (SESSIONS_DAPRD_BIN) so that no
+// test waits for it.
+const daprdBuildTimeout = 15 * time.Minute
 
 // Time allowed for daprd to answer /v1.0/healthz (its components loaded),
 // and for it to exit after SIGTERM before it is killed.
@@ -75,9 +82,10 @@ var sharedDaprd lazy[Dapr]
 // placement or scheduler, one state store (DaprStateStore, type
 // state.redis) on the Redis [Redis] returns, and an app id of its own
 // (agentsessions-PID), so test processes sharing a Redis do not share
-// keys. The binary is SESSIONS_DAPRD_BIN when set, else github.com/dapr/dapr's
-// cmd/daprd built once from the nested module ./daprd into a cache keyed
-// by its go.mod, go.sum and the Go version (see [DaprdBinary]). When daprd
+// keys. The binary is SESSIONS_DAPRD_BIN when set, else the daprd of the
+// nested module ./daprd (github.com/dapr/dapr v1.14.0's cmd/daprd with the
+// Redis state store only) built once into a cache keyed by its go.mod,
+// go.sum, main package and the Go version (see [DaprdBinary]). When daprd
 // cannot be had, the test is skipped, or fails when
 // SESSIONS_REQUIRE_BACKENDS=1.
 func Daprd(tb testing.TB) Dapr {
@@ -100,12 +108,13 @@ func DaprdKind() string { return sharedDaprd.Kind() }
 var daprdBin lazy[string]
 
 // DaprdBinary returns the path of a daprd binary: SESSIONS_DAPRD_BIN when
-// set, else the one built from the nested module ./daprd (github.com/dapr/dapr
-// v1.14.0's cmd/daprd with -tags stablecomponents) into
-// SESSIONS_DAPRD_CACHE or os.UserCacheDir()/agentsessions-daprd, in a
-// directory named by a hash of the module's go.mod and go.sum and the Go
-// version, building it there first if it is missing (under a file lock, so
-// concurrent test processes build it once).
+// set, else the one built from the nested module ./daprd (its ./cmd/daprd:
+// github.com/dapr/dapr v1.14.0's cmd/daprd with the Redis state store only)
+// into SESSIONS_DAPRD_CACHE or os.UserCacheDir()/agentsessions-daprd, in a
+// directory named by a hash of the module's go.mod, go.sum and main
+// package sources, the build flag and the Go version, building it there
+// first (with -gcflags=all=-N -l) if it is missing, under a file lock so
+// that concurrent test processes build it once.
 func DaprdBinary() (string, error) {
 	return daprdBin.get(func() (string, string, error) {
 		if bin := os.Getenv(EnvDaprdBin); bin != "" {
@@ -133,16 +142,28 @@ func daprdModuleDir() (string, error) {
 	return dir, nil
 }
 
-// daprdCachePath returns where the daprd built from dir is cached.
+// daprdCachePath returns where the daprd built from dir is cached: a
+// change to the module's go.mod or go.sum, to a file of its main package,
+// to the build flag or to the Go toolchain names another directory.
 func daprdCachePath(dir string) (string, error) {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s %s/%s tags=%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, daprdBuildTags)
-	for _, name := range []string{"go.mod", "go.sum"} {
+	fmt.Fprintf(h, "%s %s/%s pkg=%s flags=%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, daprdMainPkg, daprdBuildFlag)
+	names := []string{"go.mod", "go.sum"}
+	entries, err := os.ReadDir(filepath.Join(dir, daprdMainPkg))
+	if err != nil {
+		return "", fmt.Errorf("daprd main package: %w", err)
+	}
+	for _, e := range entries { // sorted by name
+		if e.Type().IsRegular() {
+			names = append(names, filepath.Join(daprdMainPkg, e.Name()))
+		}
+	}
+	for _, name := range names {
 		data, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			return "", err
 		}
-		fmt.Fprintf(h, "%s %d\n", name, len(data))
+		fmt.Fprintf(h, "%s %d\n", filepath.ToSlash(name), len(data))
 		h.Write(data)
 	}
 	root := os.Getenv(EnvDaprdCache)
@@ -190,7 +211,7 @@ func buildDaprd() (string, error) {
 	defer os.Remove(tmp)
 	ctx, cancel := context.WithTimeout(context.Background(), daprdBuildTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, goCmd, "build", "-C", src, "-tags", daprdBuildTags, "-o", tmp, "github.com/dapr/dapr/cmd/daprd")
+	cmd := exec.CommandContext(ctx, goCmd, "build", "-C", src, daprdBuildFlag, "-o", tmp, daprdMainPkg)
 	cmd.Env = append(os.Environ(), "GOWORK=off")
 	start := time.Now()
 	fmt.Fprintf(os.Stderr, "testservers: building daprd (a few minutes the first time): %s\n", bin)
@@ -199,7 +220,7 @@ func buildDaprd() (string, error) {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (timed out after %v)", err, daprdBuildTimeout)
 		}
-		return "", fmt.Errorf("build daprd (go build -C %s -tags %s github.com/dapr/dapr/cmd/daprd): %v\n%s", src, daprdBuildTags, err, tail(string(out), 2000))
+		return "", fmt.Errorf("build daprd (go build -C %s %q %s): %v\n%s", src, daprdBuildFlag, daprdMainPkg, err, tail(string(out), 2000))
 	}
 	if err := os.Rename(tmp, bin); err != nil {
 		return "", err
