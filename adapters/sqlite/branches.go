@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -114,38 +113,21 @@ func (s *Session) branchLatest(ctx context.Context, n int, d *decoder) error {
 	if err != nil {
 		return err
 	}
-	c, err := s.st.db.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if _, err := c.ExecContext(ctx, "BEGIN"); err != nil {
-		return err
-	}
-	defer func() {
-		if _, err := c.ExecContext(context.WithoutCancel(ctx), "COMMIT"); err != nil {
-			s.st.rollback(ctx, c)
-		}
-	}()
-	below, size := int64(math.MaxInt64), int64(n)
-	for {
+	return s.st.newestWindows(ctx, d, n, func(c *sql.Conn, below, size int64) (int64, error) {
 		rows, err := c.QueryContext(ctx, s.st.aq.latest, s.id, branch, below, size)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		var read int64
 		for len(d.items) < n && rows.Next() {
 			if err := d.scan(rows); err != nil {
 				rows.Close()
-				return err
+				return read, err
 			}
 			read++
 		}
-		if err := closeRows(rows); err != nil || len(d.items) >= n || read < size {
-			return err
-		}
-		below, size = d.lastID, double(size)
-	}
+		return read, closeRows(rows)
+	})
 }
 
 // SwitchBranch makes branch the handle's current branch, as the class's

@@ -136,27 +136,9 @@ func (s *Session) latest(ctx context.Context, n int, d *decoder) error {
 	// the reports, and to read on below them), in a read transaction, so
 	// that every window is one snapshot.
 	*d = decoder{newestFirst: true, items: d.items[:0]}
-	c, err := s.st.db.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if _, err := c.ExecContext(ctx, "BEGIN"); err != nil {
-		return err
-	}
-	defer func() {
-		if _, err := c.ExecContext(context.WithoutCancel(ctx), "COMMIT"); err != nil {
-			s.st.rollback(ctx, c)
-		}
-	}()
-	below, size := int64(math.MaxInt64), int64(n)
-	for {
-		got, err := s.window(ctx, c, d, n, below, size)
-		if err != nil || len(d.items) >= n || got < size {
-			return err
-		}
-		below, size = d.lastID, double(size)
-	}
+	return s.st.newestWindows(ctx, d, n, func(c *sql.Conn, below, size int64) (int64, error) {
+		return s.window(ctx, c, d, n, below, size)
+	})
 }
 
 // dataOnly runs stmt (which selects message_data alone) with args and

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"math"
 	"strings"
 )
 
@@ -65,4 +66,32 @@ func (st *Store) rollback(ctx context.Context, c *sql.Conn) {
 		return
 	}
 	_ = c.Raw(func(any) error { return driver.ErrBadConn })
+}
+
+// newestWindows reads the newest n readable items into d in one read
+// transaction, so that every window is one snapshot: window reads at most
+// size rows below the row id below and returns how many it read; each
+// next window starts below the oldest row seen and is twice as large.
+func (st *Store) newestWindows(ctx context.Context, d *decoder, n int, window func(c *sql.Conn, below, size int64) (int64, error)) error {
+	c, err := st.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if _, err := c.ExecContext(ctx, "BEGIN"); err != nil {
+		return err
+	}
+	defer func() {
+		if _, err := c.ExecContext(context.WithoutCancel(ctx), "COMMIT"); err != nil {
+			st.rollback(ctx, c)
+		}
+	}()
+	below, size := int64(math.MaxInt64), int64(n)
+	for {
+		got, err := window(c, below, size)
+		if err != nil || len(d.items) >= n || got < size {
+			return err
+		}
+		below, size = d.lastID, double(size)
+	}
 }
