@@ -131,8 +131,8 @@ func Open(ctx context.Context, s session.Session, opts Options) (*Run, error) {
 	if err := r.reload(ctx); err != nil {
 		return nil, err
 	}
-	if _, err := r.cp.Resume(ctx, r.session()); err != nil {
-		return nil, r.failed(ctx, err)
+	if err := r.recover(ctx); err != nil {
+		return nil, err
 	}
 	if r.cp.Step.Kind == StepInterruption {
 		// The boundary is proven: a Run parks only at a response's end.
@@ -149,6 +149,25 @@ func Open(ctx context.Context, s session.Session, opts Options) (*Run, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// recover lands or settles what the loaded checkpoint left (Resume). When
+// another process's save lands first (it settled the same batch, or moved
+// the run on), the stored checkpoint is read again and recovered from: a
+// conflict here is not the caller's, who has done nothing yet.
+func (r *Run) recover(ctx context.Context) error {
+	for attempt := 1; ; attempt++ {
+		_, err := r.cp.Resume(ctx, r.session())
+		if err == nil {
+			return nil
+		}
+		if err = r.failed(ctx, err); err == nil || !errors.Is(err, session.ErrCheckpointConflict) || attempt == 3 {
+			return err
+		}
+		if err := r.reload(ctx); err != nil {
+			return err
+		}
+	}
 }
 
 // Awaiting returns the ids of the calls awaiting approval that no one
