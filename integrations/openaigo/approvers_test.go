@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/openai/openai-go/v3/responses"
@@ -157,7 +158,26 @@ type approverProc struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	lines  *bufio.Scanner
-	stderr bytes.Buffer
+	stderr lockedBuffer
+}
+
+// lockedBuffer is a bytes.Buffer that exec's copying goroutine writes
+// while the test may read it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func startApprover(t *testing.T, dsn, dir string) *approverProc {
@@ -183,14 +203,17 @@ func startApprover(t *testing.T, dsn, dir string) *approverProc {
 }
 
 // expect reads lines until one starts with prefix and returns it.
+// The lines skipped are kept: a failing child test reports on stdout.
 func (p *approverProc) expect(t *testing.T, prefix string) string {
 	t.Helper()
+	var skipped []string
 	for p.lines.Scan() {
 		if strings.HasPrefix(p.lines.Text(), prefix) {
 			return p.lines.Text()
 		}
+		skipped = append(skipped, p.lines.Text())
 	}
-	t.Fatalf("the approver ended before %q: %v %s", prefix, p.lines.Err(), p.stderr.String())
+	t.Fatalf("the approver ended before %q: %v\nits stdout:\n%s\nits stderr:\n%s", prefix, p.lines.Err(), strings.Join(skipped, "\n"), p.stderr.String())
 	return ""
 }
 
