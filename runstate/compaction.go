@@ -45,8 +45,8 @@ func compact(ctx context.Context, s session.Session, responseID string, store *b
 
 // ErrCompaction wraps the error of a compaction a Run ran after saving a
 // turn. The turn is saved: do not save it again (a Turn repeated with the
-// same response id writes nothing). The compaction is due again at the
-// next turn.
+// same response id writes nothing). The session decides when to compact
+// again (openaigo's compaction session forces it at the next turn).
 var ErrCompaction = errors.New("runstate: the turn is saved; its compaction failed")
 
 // compactAfter is the Run's compaction bookkeeping after a saved turn with
@@ -58,6 +58,7 @@ var ErrCompaction = errors.New("runstate: the turn is saved; its compaction fail
 // batch, an awaited or claimed call, an open turn): compacting then would
 // separate a call from its output. It runs it otherwise.
 func (r *Run) compactAfter(ctx context.Context, responseID string, local bool) error {
+	r.compaction = Compaction{}
 	if responseID == "" {
 		return nil
 	}

@@ -355,7 +355,7 @@ func (c *compacting) RunCompaction(ctx context.Context, args session.CompactionA
 	c.deferred = ""
 	c.mu.Unlock()
 	rep, err := c.compact(ctx, responseID, mode)
-	if rep.Deferred {
+	if rep.Deferred || err != nil { // due again, forced, at the next turn
 		c.mu.Lock()
 		c.deferred = responseID
 		c.mu.Unlock()

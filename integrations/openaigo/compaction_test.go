@@ -294,6 +294,8 @@ func TestCompactionRequestFailures(t *testing.T) {
 	require.Error(t, err)
 	got, _ := session.All(ctx, mem)
 	assert.Len(t, got, 12, "the history is as it was")
+	_, due := s.(session.CompactionDeferrer).DeferredCompaction()
+	assert.True(t, due, "the failed compaction is forced at the next turn")
 
 	retrying := newCompacting(t, mem, api, openaigo.CompactionOptions{Mode: session.CompactionInput,
 		RequestOptions: []option.RequestOption{option.WithMaxRetries(2), option.WithRequestTimeout(0)}})
