@@ -290,7 +290,7 @@ func TestCompactionRequestFailures(t *testing.T) {
 	s := newCompacting(t, mem, api, openaigo.CompactionOptions{Mode: session.CompactionInput})
 	addTurns(t, s, 1, 3)
 	api.failNext(http.StatusInternalServerError)
-	err := compactNow(ctx, s, session.CompactionArgs{Force: true})
+	err := compactNow(ctx, s, session.CompactionArgs{ResponseID: "resp_x", Force: true})
 	require.Error(t, err)
 	got, _ := session.All(ctx, mem)
 	assert.Len(t, got, 12, "the history is as it was")
