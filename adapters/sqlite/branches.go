@@ -84,25 +84,13 @@ func (s *Session) branchItems(ctx context.Context) ([]session.Item, error) {
 	if err != nil {
 		return nil, s.st.wrap(ctx, "items", err)
 	}
-	rows, err := s.st.db.QueryContext(ctx, s.st.aq.items, s.id, branch)
-	if err != nil {
-		return nil, s.st.wrap(ctx, "items", err)
-	}
 	var d decoder
-	for rows.Next() {
-		if err := d.scan(rows); err != nil {
-			rows.Close()
-			return nil, s.st.wrap(ctx, "items", err)
-		}
-	}
-	if err := closeRows(rows); err != nil {
+	rows, err := s.st.db.QueryContext(ctx, s.st.aq.items, s.id, branch)
+	if err := scanRows(rows, err, &d); err != nil {
 		return nil, s.st.wrap(ctx, "items", err)
 	}
 	d.report(ctx, s)
-	if d.items == nil {
-		return []session.Item{}, nil
-	}
-	return d.items, nil
+	return d.all(), nil
 }
 
 // branchLatest is latest on the current branch: the newest n readable

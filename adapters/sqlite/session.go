@@ -53,24 +53,12 @@ func (s *Session) Items(ctx context.Context) ([]session.Item, error) {
 	if !clean {
 		d = decoder{items: d.items[:0]}
 		rows, err := s.st.rs.items.QueryContext(ctx, s.id)
-		if err != nil {
-			return nil, s.st.wrap(ctx, "items", err)
-		}
-		for rows.Next() {
-			if err := d.scan(rows); err != nil {
-				rows.Close()
-				return nil, s.st.wrap(ctx, "items", err)
-			}
-		}
-		if err := closeRows(rows); err != nil {
+		if err := scanRows(rows, err, &d); err != nil {
 			return nil, s.st.wrap(ctx, "items", err)
 		}
 		d.report(ctx, s)
 	}
-	if d.items == nil {
-		return []session.Item{}, nil
-	}
-	return d.items, nil
+	return d.all(), nil
 }
 
 // LatestItems returns the newest n items, oldest first. It reads the
@@ -372,17 +360,24 @@ func (s *Session) ReplaceItems(ctx context.Context, items []session.Item) error 
 		return err
 	}
 	return s.st.writeW(ctx, "replace items", false, func(ctx context.Context, w *wconn, _ bool) error {
-		if w.advanced {
-			return s.replaceAdvanced(ctx, w, items)
-		}
-		if len(items) == 0 {
-			return s.clear(ctx, w)
-		}
-		if err := w.exec(ctx, s.st.q.clearMessages, s.id); err != nil {
-			return err
-		}
-		return s.insert(ctx, w, items)
+		return s.replace(ctx, w, items)
 	})
+}
+
+// replace writes items in place of the history inside a write
+// transaction: on the current branch of an AdvancedSQLiteSession store,
+// otherwise every message row deleted and items inserted (Clear for none).
+func (s *Session) replace(ctx context.Context, w *wconn, items []session.Item) error {
+	if w.advanced {
+		return s.replaceAdvanced(ctx, w, items)
+	}
+	if len(items) == 0 {
+		return s.clear(ctx, w)
+	}
+	if err := w.exec(ctx, s.st.q.clearMessages, s.id); err != nil {
+		return err
+	}
+	return s.insert(ctx, w, items)
 }
 
 // HistoryVersion returns the version of the session's stored rows: their
@@ -441,16 +436,7 @@ func (s *Session) ReplaceItemsIf(ctx context.Context, version string, items []se
 		if now != version {
 			return untouched(fmt.Errorf("session %q: %w", s.id, session.ErrHistoryChanged))
 		}
-		if w.advanced {
-			return s.replaceAdvanced(ctx, w, items)
-		}
-		if len(items) == 0 {
-			return s.clear(ctx, w)
-		}
-		if err := w.exec(ctx, s.st.q.clearMessages, s.id); err != nil {
-			return err
-		}
-		return s.insert(ctx, w, items)
+		return s.replace(ctx, w, items)
 	})
 }
 
@@ -478,6 +464,29 @@ func (d *decoder) scan(rows *sql.Rows) error {
 	}
 	d.items = append(d.items, it)
 	return nil
+}
+
+// all returns the items decoded, an empty slice (not nil) for none.
+func (d *decoder) all() []session.Item {
+	if d.items == nil {
+		return []session.Item{}
+	}
+	return d.items
+}
+
+// scanRows decodes every row of rows into d and closes rows; err is the
+// query's error, returned as it is (rows is then nil).
+func scanRows(rows *sql.Rows, err error, d *decoder) error {
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		if err := d.scan(rows); err != nil {
+			rows.Close()
+			return err
+		}
+	}
+	return closeRows(rows)
 }
 
 // text returns the value last scanned into d.raw as text, and clears
