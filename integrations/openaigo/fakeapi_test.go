@@ -118,18 +118,12 @@ func (a *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not found", http.StatusNotFound)
 		return
 	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
 	var req struct {
 		Input    json.RawMessage `json:"input"`
 		Store    *bool           `json:"store"`
 		Previous string          `json:"previous_response_id"`
 	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		apiError(w, "We could not parse the JSON body of your request.")
+	if !decodeBody(w, r, &req) {
 		return
 	}
 	var raws []json.RawMessage
@@ -302,4 +296,19 @@ func apiMessage(err error) string {
 		return e.Message
 	}
 	return err.Error()
+}
+
+// decodeBody reads r's JSON body into v; when it cannot, it answers as the
+// API does and returns false.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return false
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		apiError(w, "We could not parse the JSON body of your request.")
+		return false
+	}
+	return true
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 
@@ -52,18 +51,12 @@ func (a *fakeAPI) compact(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not found", http.StatusNotFound)
 		return
 	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
 	var req struct {
 		Model    string            `json:"model"`
 		Input    []json.RawMessage `json:"input"`
 		Previous string            `json:"previous_response_id"`
 	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		apiError(w, "We could not parse the JSON body of your request.")
+	if !decodeBody(w, r, &req) {
 		return
 	}
 	a.mu.Lock()
