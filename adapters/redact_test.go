@@ -27,12 +27,15 @@ func FuzzRedact(f *testing.F) {
 			strings.Contains(user, "://") || strings.Contains(rest, "@") {
 			t.Skip("not of the form scheme://user:password@rest")
 		}
-		// A '?' in p starts the query early (see TestRedactAtInQuery): a
-		// hidden parameter there (a credential, or an option no one
-		// knows), or in rest read as the query's end, is masked to its
-		// '&', past p's '@' if need be.
-		if q := strings.IndexByte(p, '?'); q >= 0 && len(hiddenValues(p+"@"+rest, q+1)) > 0 {
-			t.Skip("p reads as a query holding a hidden value")
+		// A '?' in user or p starts the query early (see
+		// TestRedactAtInQuery): a hidden parameter there (a credential,
+		// or an option no one knows), or in rest read as the query's end,
+		// is masked to its '&', past p's '@' if need be.
+		if info := user + ":" + p; strings.Contains(info, "?") {
+			q := strings.IndexByte(info, '?')
+			if len(hiddenValues(info+"@"+rest, q+1)) > 0 {
+				t.Skip("the user info reads as a query holding a hidden value")
+			}
 		}
 		for _, probe := range []string{"x://h" + rest, "x://h?" + rest} {
 			if r, _ := redact(probe); r != probe {
@@ -154,6 +157,10 @@ func TestRedactAtInQuery(t *testing.T) {
 		{"://:?0&@pAss=0000&db=1", "://:xxxxx@pAss=xxxxx&db=1", "0000"},
 		{"://?:&keY=@000&db=1", "://?:xxxxx&db=1", "@000"},
 		{"redis://:p?token=abcd@h:6379/0", "redis://:xxxxx", "p?token=abcd"},
+		// A '?' in the user name starts the query there: the rest of the
+		// user info is a query value, hidden with the password in it.
+		{"redis://u?x=1:hunter22@h/0", "redis://u?x=xxxxx", "hunter22"},
+		{"0://?=:0@0", "0://?=xxxxx", ":0@0"},
 	} {
 		red, secrets := redact(c.in)
 		if red != c.want || Redact(c.in) != c.want {
@@ -162,6 +169,19 @@ func TestRedactAtInQuery(t *testing.T) {
 		err := scrub(fmt.Errorf("connect: password %s refused: %w", c.hidden, errBackend), secrets...)
 		if strings.Contains(err.Error(), c.hidden) {
 			t.Errorf("scrub with the secrets of %q = %q", c.in, err)
+		}
+	}
+}
+
+// TestRedactSQLiteNamesAFile: after "sqlite:" (or "memory:") comes a file
+// name, even one that looks like keywords; only a query is hidden.
+func TestRedactSQLiteNamesAFile(t *testing.T) {
+	for in, want := range map[string]string{
+		"sqlite: A=0000 0":                    "sqlite: A=0000 0",
+		"sqlite:a b.db?_pragma=key(hunter22)": "sqlite:a b.db?_pragma=xxxxx",
+	} {
+		if got := Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
@@ -281,6 +301,9 @@ func FuzzRedactUnknownOption(f *testing.F) {
 		case 3: // keyword DSN
 			if strings.Contains(base, "://") || strings.ContainsAny(other, "'\\=") || !wordName.MatchString(name) {
 				t.Skip()
+			}
+			if l := strings.ToLower(base); strings.HasPrefix(l, "sqlite:") || strings.HasPrefix(l, "memory:") {
+				t.Skip("an SQLite or memory URL: what follows the scheme is a file name, not keywords")
 			}
 			dsn, public = base+" "+name+"="+v+" "+other, base+" "+name+"="+mask+" "+other
 		}
