@@ -13,11 +13,14 @@ LAUNCHER    := internal/testkit/testservers/launcher
 # Dapr adapter (dapr's SDK; its tests run a daprd built by the daprd target), the
 # linearizability campaign (porcupine), the tests that need two of these
 # modules at once (internal/testkit/crossmodule, so that neither requires the
-# other), and the test-server launcher (FerretDB, testcontainers), whose
-# tests run without -race: a race build of FerretDB would add minutes and
+# other), the test-server launcher (FerretDB, testcontainers) and the slim
+# daprd the Dapr tests run (built by the daprd target), whose tests run
+# without -race: a race build of FerretDB or of dapr would add minutes and
 # test nothing of ours.
-NESTED      := otelsession integrations/eino integrations/eino/events integrations/genkit integrations/openaigo adapters/dapr internal/testkit/linearize internal/testkit/crossmodule internal/testkit/testservers/launcher
-RACED       := $(filter-out $(LAUNCHER),$(NESTED))
+DAPRD_MOD   := internal/testkit/testservers/daprd
+NESTED      := otelsession integrations/eino integrations/eino/events integrations/genkit integrations/openaigo adapters/dapr internal/testkit/linearize internal/testkit/crossmodule $(LAUNCHER) $(DAPRD_MOD)
+UNRACED     := $(LAUNCHER) $(DAPRD_MOD)
+RACED       := $(filter-out $(UNRACED),$(NESTED))
 PKGS        := ./...
 # Where the tests note each skip for a server that could not be started.
 SKIPLOG     := $(or $(TMPDIR),/tmp)/agentsessions-skipped-backends
@@ -38,8 +41,7 @@ test: vet launcher daprd outside
 	@$(SAY) "test ./... (the library, -race)"
 	SESSIONS_SKIP_LOG=$(SKIPLOG) $(GO) test -race -count=1 -timeout 25m $(PKGS)
 	@for m in $(RACED); do $(SAY) "test $$m (-race)"; (cd $$m && SESSIONS_SKIP_LOG=$(SKIPLOG) SESSIONS_DAPRD_BIN=$(DAPRD_BIN) $(GO) test -race -count=1 -timeout 10m ./...) || exit 1; done
-	@$(SAY) "test $(LAUNCHER)"
-	cd $(LAUNCHER) && SESSIONS_SKIP_LOG=$(SKIPLOG) $(GO) test -count=1 -timeout 10m ./...
+	@for m in $(UNRACED); do $(SAY) "test $$m"; (cd $$m && SESSIONS_SKIP_LOG=$(SKIPLOG) $(GO) test -count=1 -timeout 10m ./...) || exit 1; done
 	@$(SAY) "tests done"
 	@if [ -s $(SKIPLOG) ]; then \
 	  echo; echo "!!! SKIPPED: $$(wc -l < $(SKIPLOG)) tests did not run because a server could not be started:"; \
@@ -69,7 +71,6 @@ launcher:
 ## daprd: build the Dapr sidecar the adapters/dapr tests run: dapr v1.14.0's
 ## daprd with the Redis state store alone (internal/testkit/testservers/daprd;
 ## about 2.5 minutes of CPU and 107 MB of modules on a cold cache).
-DAPRD_MOD   := internal/testkit/testservers/daprd
 DAPRD_BIN   := $(or $(TMPDIR),/tmp)/agentsessions-daprd-bin/daprd
 daprd:
 	@$(SAY) "build daprd ($(DAPRD_MOD), minutes on a cold build cache)"
@@ -87,15 +88,12 @@ vet:
 	$(GO) vet $(PKGS)
 	@for m in $(NESTED); do $(SAY) "vet $$m"; (cd $$m && $(GO) vet ./...) || exit 1; done
 
-## lint: gofmt, go vet and staticcheck, on the library and every nested module,
-## the daprd build module (DAPRD_MOD, which has no tests: make test builds it) too.
+## lint: gofmt, go vet and staticcheck, on the library and every nested module.
 lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	@$(SAY) "staticcheck ./... (the library)"
 	$(STATICCHECK) $(PKGS)
 	@for m in $(NESTED); do $(SAY) "staticcheck $$m"; (cd $$m && $(STATICCHECK) ./...) || exit 1; done
-	@$(SAY) "vet and staticcheck $(DAPRD_MOD) (dapr's daprd; minutes on a cold build cache)"
-	cd $(DAPRD_MOD) && GOWORK=off $(GO) vet ./... && GOWORK=off $(STATICCHECK) ./...
 
 ## bench: every adapter against its raw driver in the same run (ratios are reported as metrics),
 ## and the crash-safe save ratio on every backend (runstate).
