@@ -349,7 +349,15 @@ func (cp *Checkpoint) MarshalJSON() ([]byte, error) {
 		return cp.marshalUnchecked(w, terminal, label)
 	}
 	step := cp.Step.encode()
-	ms := slices.Clone(cp.members) // members are replaced below, never changed in place
+	// A copy of the members, room made for the modelled ones: members are
+	// replaced below, never changed in place. A Run's document fits on
+	// the stack.
+	var buf [8]member
+	ms := buf[:0]
+	if n := len(cp.members) + len(modelled); n > len(buf) {
+		ms = make([]member, 0, n)
+	}
+	ms = append(ms, cp.members...)
 	ms = setMember(ms, keySchema, labelJSON(label))
 	ms = setMember(ms, keyStep, step)
 	ms = setMember(ms, keyCount, countJSON(cp.PersistedCount))
