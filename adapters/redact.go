@@ -249,7 +249,7 @@ var shownOptions = func() map[string]bool {
 		// the adapters'
 		"sessions_table", "messages_table", "checkpoints_table", "busy_timeout", "synchronous", "schema",
 		"sessions_collection", "messages_collection", "checkpoints_collection", "operations_collection",
-		"ttl", "refresh_on_read", "max_batch_bytes", "layout", "key_prefix", "tls_ca_file", "wait_replicas", "wait_timeout",
+		"ttl", "refresh_on_read", "max_batch_bytes", "layout", "key_prefix", "tls_ca_file", "wait_replicas", "wait_timeout", "held_conns",
 		// go-redis's
 		"db", "protocol", "client_name", "dial_timeout", "read_timeout", "write_timeout", "pool_fifo", "pool_size",
 		"pool_timeout", "min_idle_conns", "max_idle_conns", "max_active_conns", "conn_max_idle_time", "conn_max_lifetime",

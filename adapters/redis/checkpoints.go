@@ -95,13 +95,30 @@ func (s *Session) AppendWithCheckpoint(ctx context.Context, items []session.Item
 	if _, err := s.checkSize(items); err != nil {
 		return 0, err
 	}
+	wctx := context.WithoutCancel(ctx)
+	if s.mayHold(items, version) && s.hold.mu.TryLock() {
+		defer s.hold.mu.Unlock()
+		if got, done, err := s.commitHeld(wctx, items, name, doc, version); done {
+			return got, err
+		}
+		got, err := s.commit(wctx, items, name, doc, version)
+		if err == nil {
+			s.holdAfter(wctx, name, got)
+		}
+		return got, err
+	}
+	return s.commit(wctx, items, name, doc, version)
+}
+
+// commit is AppendWithCheckpoint's commit on the Store's client: the
+// fenced transaction or the commit script.
+func (s *Session) commit(wctx context.Context, items []session.Item, name string, doc []byte, version int64) (int64, error) {
 	sc := commitScript
 	if s.st.opts.Layout == LayoutPython {
 		sc = pythonCommitScript
 	}
 	expected := strconv.FormatInt(version, 10)
 	fenced := len(items) > 0 && s.st.opts.Layout == LayoutNative && s.listed.Load()
-	wctx := context.WithoutCancel(ctx)
 	var ok bool
 	var got int64
 	err := s.st.write(wctx, s.keys[0], func(p processor) (bool, error) {

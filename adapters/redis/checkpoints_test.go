@@ -564,6 +564,13 @@ func withoutHandshakes(trips []string) []string {
 // wrote to before (commitFenced).
 const fencedTrip = "pipeline(multi,rpush,eval,exec)"
 
+// heldTrip is a commit on a held connection; watchTrip is the WATCH that
+// starts holding one (held.go).
+const (
+	heldTrip  = "pipeline(multi,rpush,hset,exec,watch,llen,hget)"
+	watchTrip = "pipeline(watch,llen,hget)"
+)
+
 // TestCheckpointRoundTrips: every checkpoint operation is one round trip,
 // on standalone and cluster, but a commit after another handle deleted the
 // history (the fence finds no list, and the commit script runs).
@@ -595,6 +602,28 @@ func TestCheckpointRoundTrips(t *testing.T) {
 				_ = refresh.RemoveSession(context.Background(), "rt")
 			})
 			var v int64
+			// staleCommit commits at version 0: a conflict.
+			staleCommit := func() error {
+				_, err := s.AppendWithCheckpoint(ctx, conformance.Numbered("c", 3), "run", []byte(`{}`), 0)
+				if errors.Is(err, session.ErrCheckpointConflict) {
+					return nil
+				}
+				return fmt.Errorf("want a conflict, got %v", err)
+			}
+			// afterOther appends through another handle, then commits.
+			afterOther := func(tag string) func() error {
+				return func() error {
+					other, err := plain.Session("rt")
+					if err != nil {
+						return err
+					}
+					if err := other.AddItems(ctx, conformance.Numbered("other-"+tag, 1)); err != nil {
+						return err
+					}
+					v, err = s.AppendWithCheckpoint(ctx, conformance.Numbered(tag, 3), "run", []byte(`{}`), v)
+					return err
+				}
+			}
 			for _, tc := range []struct {
 				op   string
 				fn   func() error
@@ -609,13 +638,7 @@ func TestCheckpointRoundTrips(t *testing.T) {
 					v, err = s.AppendWithCheckpoint(ctx, conformance.Numbered("d", 3), "run", []byte(`{}`), v)
 					return err
 				}, []string{fencedTrip}},
-				{"stale commit", func() error {
-					_, err := s.AppendWithCheckpoint(ctx, conformance.Numbered("c", 3), "run", []byte(`{}`), 0)
-					if errors.Is(err, session.ErrCheckpointConflict) {
-						return nil
-					}
-					return fmt.Errorf("want a conflict, got %v", err)
-				}, []string{fencedTrip}},
+				{"stale commit", staleCommit, []string{fencedTrip}},
 				{"commit after another handle cleared the history", func() error {
 					other, err := plain.Session("rt")
 					if err != nil {
@@ -626,7 +649,15 @@ func TestCheckpointRoundTrips(t *testing.T) {
 					}
 					v, err = s.AppendWithCheckpoint(ctx, conformance.Numbered("e", 3), "run", []byte(`{}`), v)
 					return err
-				}, []string{"del", fencedTrip, "evalsha"}},
+				}, []string{"del", fencedTrip, "evalsha", watchTrip}}, // the second commit in a row holds a connection
+				{"commit on the held connection", func() error {
+					v, err = s.AppendWithCheckpoint(ctx, conformance.Numbered("f", 3), "run", []byte(`{}`), v)
+					return err
+				}, []string{heldTrip}},
+				{"stale commit while held", staleCommit, []string{fencedTrip}}, // the held connection is let go
+				{"commit after another handle appended", afterOther("g"), []string{"rpushx", fencedTrip, watchTrip}},
+				// The server refuses the held EXEC: the fence commits.
+				{"commit on the held connection after another handle appended", afterOther("h"), []string{"rpushx", heldTrip, fencedTrip, watchTrip}},
 				{"load", func() error { _, _, err := s.LoadCheckpoint(ctx, "run"); return err }, []string{"hmget"}},
 				{"list", func() error { _, err := s.ListCheckpoints(ctx); return err }, []string{"hkeys"}},
 				{"delete", func() error { return s.DeleteCheckpoint(ctx, "run", v) }, []string{"evalsha"}},

@@ -50,7 +50,8 @@ func TestCommitAfterScriptFlush(t *testing.T) {
 			} else {
 				c.AddHook(trips)
 			}
-			st := newStore(t, c, Options{KeyPrefix: uniquePrefix(t), Layout: tc.layout})
+			// No held connection: its commits run no script (held_test.go).
+			st := newStore(t, c, Options{KeyPrefix: uniquePrefix(t), Layout: tc.layout, HeldConns: -1})
 			require.NoError(t, st.LoadScripts(ctx))
 			s, err := st.Session("flush")
 			require.NoError(t, err)

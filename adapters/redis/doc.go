@@ -91,6 +91,13 @@
 //	              1  otherwise: EVALSHA of the commit script, the items in ARGV: version and key
 //	                 types checked, then the metadata, RPUSH, version and document, PEXPIRE
 //	                 every key
+//	              1  the third and later of a handle's commits in a row (each within a second
+//	                 of the last): on the connection held for the session, MULTI, RPUSH, HSET
+//	                 of version and document (PEXPIRE every key with a TTL), EXEC, then WATCH
+//	                 and the reads under it for the next commit; no script. 1 more, the usual
+//	                 commit, when the session changed since the last (the server refuses the
+//	                 EXEC, having run nothing); and 1 more after the second commit in a row,
+//	                 the WATCH that starts holding the connection (see "Held connections")
 //	LoadCheckpoint 1 HMGET of the version and the document (a script with RefreshOnRead and a TTL)
 //	DeleteCheckpoint 1 EVALSHA: version check, HDEL
 //	ListCheckpoints 1 HKEYS of the checkpoint hash
@@ -244,7 +251,47 @@
 // only key is its checkpoint hash is not listed (nor is one whose only key
 // is its metadata).
 //
-
+// # Held connections
+//
+// A Run commits turn after turn through one handle, and a script costs
+// the server more than the commands it runs (the fence's EVAL takes about
+// twice the time of the RPUSH beside it). So a handle whose commits
+// (AppendWithCheckpoint) follow each other within a second holds a
+// connection for the session: after the second commit in a row it takes
+// an idle connection from the pool (never waiting for one) and sends
+// WATCH of the items list and the checkpoint hash, LLEN of the list and
+// HGET of the checkpoint's version. If the list is there and the version
+// is the one the commit wrote, the next commit of that checkpoint at that
+// version is sent on that connection as MULTI, RPUSH of the items, HSET of
+// the next version and the document (PEXPIRE of every key with a TTL),
+// EXEC, and then WATCH, LLEN and HGET again for the commit after it, in
+// one round trip.
+//
+// This is the fence without a script: the server runs the EXEC only if
+// neither key changed since the WATCH, and when the WATCH began the
+// version was the expected one and the list existed, which is what the
+// fence checks. Any write to either key in between (another handle's
+// append, save, delete or Clear, this handle's own other writes, an
+// expiry) makes the server answer the EXEC with nil, having run nothing,
+// as it does for EXECABORT (a command refused when queued: OOM, MOVED,
+// READONLY after a failover); the commit then takes the usual way, so a
+// conflict is still reported as one, with nothing written. A lost reply
+// is an error wrapping session.ErrOutcomeUnknown, as for every write.
+// One difference: a server restart within the second after a commit makes
+// the next commit's error ErrOutcomeUnknown, where a pooled connection
+// would have been found dead before anything was sent.
+//
+// The connection is closed, never put back in the pool with its WATCH,
+// after a second without a commit, when a commit brings another version
+// or checkpoint name than the one watched, when anything goes wrong on it,
+// and on Close. A Store holds at most Options.HeldConns connections
+// (DefaultHeldConns, 4) and none with a negative value; a commit that
+// finds the handle's connection busy (another goroutine's commit) takes
+// the usual way. It is the native layout's only, without WaitReplicas and
+// with no TTL or one above ten seconds, on a *goredis.Client (standalone,
+// sentinel) or a *goredis.ClusterClient (the connection is to the
+// session's primary); never on a Ring.
+//
 // # Following
 //
 // A Session implements session.Follower: ItemsSince reads what was

@@ -97,6 +97,13 @@ type Options struct {
 	// zero means DefaultWaitTimeout. Keep it below the client's read
 	// timeout (go-redis's default is 3 s).
 	WaitTimeout time.Duration
+	// HeldConns is the most connections the Store holds, one per session,
+	// for checkpoint commits (AppendWithCheckpoint) that follow each other
+	// within a second: each such commit is MULTI, RPUSH, HSET, EXEC under a
+	// WATCH, with no script (see "Held connections" in the package
+	// documentation). Zero means DefaultHeldConns; a negative value holds
+	// none.
+	HeldConns int
 	// TLSConfig, used by Open for rediss:// URLs, replaces go-redis's
 	// default (the system's roots): set RootCAs to trust a private CA. The
 	// URL's server name and go-redis's skip_verify option still apply.
@@ -147,6 +154,9 @@ func (o Options) normalize() (Options, error) {
 			o.WaitTimeout = DefaultWaitTimeout
 		}
 		o.WaitTimeout = (o.WaitTimeout + time.Millisecond - 1).Truncate(time.Millisecond)
+	}
+	if o.HeldConns == 0 {
+		o.HeldConns = DefaultHeldConns
 	}
 	if o.MaxBatchBytes == 0 {
 		o.MaxBatchBytes = DefaultMaxBatchBytes

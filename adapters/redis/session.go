@@ -33,6 +33,8 @@ type Session struct {
 	// (commitFenced), which falls back to the commit script when the list
 	// turns out to be gone.
 	listed atomic.Bool
+	// hold is the connection held for back-to-back commits (held.go).
+	hold holder
 }
 
 var (
@@ -243,14 +245,20 @@ func (s *Session) pushx(ctx context.Context, p processor, items []session.Item, 
 // pushCmd returns the command verb (RPUSH or RPUSHX) of every item onto
 // the items list.
 func (s *Session) pushCmd(ctx context.Context, verb string, items []session.Item) *goredis.IntCmd {
+	cmd := goredis.NewIntCmd(ctx, s.pushArgs(verb, items)...)
+	cmd.SetFirstKeyPos(1)
+	return cmd
+}
+
+// pushArgs returns the arguments of verb (RPUSH or RPUSHX) of items onto
+// the items list.
+func (s *Session) pushArgs(verb string, items []session.Item) []any {
 	args := make([]any, 2, 2+len(items))
 	args[0], args[1] = verb, s.keys[0]
 	for _, it := range items {
 		args = append(args, itemArg{it})
 	}
-	cmd := goredis.NewIntCmd(ctx, args...)
-	cmd.SetFirstKeyPos(1)
-	return cmd
+	return args
 }
 
 // pushxExpire is pushx with a TTL: MULTI, RPUSHX of every item, PEXPIRE of

@@ -24,6 +24,10 @@ type Store struct {
 	ttlMS  int64
 	push   pusher // coalesces concurrent appends into pipelines
 
+	heldCap     int       // Options.HeldConns, normalised
+	held        heldConns // the connections held for back-to-back commits
+	heldCommits atomic.Int64
+
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
@@ -52,7 +56,11 @@ func New(client goredis.UniversalClient, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("%w: WaitReplicas needs a *goredis.Client or *goredis.ClusterClient, not a %T", ErrInvalidOptions, client)
 		}
 	}
-	return &Store{client: client, opts: opts, ttlMS: opts.ttlMillis()}, nil
+	st := &Store{client: client, opts: opts, ttlMS: opts.ttlMillis(), heldCap: max(opts.HeldConns, 0)}
+	if _, ok := client.(*goredis.Ring); ok {
+		st.heldCap = 0
+	}
+	return st, nil
 }
 
 // isSharded reports whether client spreads keys over several servers.
@@ -188,6 +196,7 @@ func (s *Session) removeKeys(recs []string) []string {
 func (st *Store) Close() error {
 	st.closeOnce.Do(func() {
 		st.closed.Store(true)
+		st.releaseHeld()
 		if st.owned {
 			st.closeErr = st.client.Close()
 		}

@@ -20,7 +20,7 @@ var schemes = []string{"redis", "rediss", "unix", "redis+cluster", "rediss+clust
 
 // urlOptions are the query options the adapter takes; every other option
 // is go-redis's own (dial_timeout, pool_size, …), validated by go-redis.
-var urlOptions = []string{"key_prefix", "layout", "ttl", "refresh_on_read", "max_batch_bytes", "tls_ca_file", "wait_replicas", "wait_timeout"}
+var urlOptions = []string{"key_prefix", "layout", "ttl", "refresh_on_read", "max_batch_bytes", "tls_ca_file", "wait_replicas", "wait_timeout", "held_conns"}
 
 func init() {
 	for _, s := range schemes {
@@ -35,7 +35,8 @@ func init() {
 // default 64 MiB, negative for no limit), wait_replicas and wait_timeout
 // (Options.WaitReplicas and Options.WaitTimeout: e.g.
 // ?wait_replicas=1&wait_timeout=500ms acknowledges a write only once one
-// replica has it) and, for rediss://, tls_ca_file
+// replica has it), held_conns (Options.HeldConns: default 4, negative for
+// none) and, for rediss://, tls_ca_file
 // (a PEM file of the CAs to trust instead of the system's; certificates are
 // always verified unless go-redis's own skip_verify=true says not to). Opening creates nothing, so
 // adapters.Options.ReadOnly needs nothing more.
@@ -72,6 +73,11 @@ func (URLOpener) OpenStoreURL(ctx context.Context, u *url.URL, o adapters.Option
 	}
 	if opts.WaitTimeout, err = q.Duration("wait_timeout"); err != nil {
 		return nil, err
+	}
+	if v := q.Get("held_conns"); v != "" {
+		if opts.HeldConns, err = strconv.Atoi(v); err != nil {
+			return nil, adapters.BadOption("held_conns", v, "an integer")
+		}
 	}
 	if path := q.Get("tls_ca_file"); path != "" {
 		if opts.TLSConfig, err = caConfig(path); err != nil {

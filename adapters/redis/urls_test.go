@@ -83,7 +83,7 @@ func TestURLOpenerStandalone(t *testing.T) {
 			prefix := uniquePrefix(t)
 			_, s := checkURLStore(t, withQuery(t, testservers.Redis(t), map[string]string{
 				"key_prefix": prefix, "layout": layout, "ttl": "1h", "refresh_on_read": "true",
-				"max_batch_bytes": "4096", "dial_timeout": "2s",
+				"max_batch_bytes": "4096", "dial_timeout": "2s", "held_conns": "-1",
 			}))
 			rs, ok := s.(*Session)
 			if !ok {
@@ -94,6 +94,7 @@ func TestURLOpenerStandalone(t *testing.T) {
 			require.Equal(t, "1h0m0s", rs.TTL().String(), "ttl applied")
 			require.True(t, rs.st.opts.RefreshOnRead, "refresh_on_read applied")
 			require.Equal(t, 4096, rs.st.opts.MaxBatchBytes, "max_batch_bytes applied")
+			require.Zero(t, rs.st.heldCap, "held_conns applied")
 			big := session.MustItem(`{"s":"` + strings.Repeat("x", 5000) + `"}`)
 			require.ErrorIs(t, s.AddItems(context.Background(), []session.Item{big}), session.ErrBatchTooLarge)
 		})
@@ -124,7 +125,7 @@ func TestURLOpenerCluster(t *testing.T) {
 func TestURLOpenerRefuses(t *testing.T) {
 	base := testservers.Redis(t)
 	for _, q := range []string{"key_prefix=my;app", "keyprefix=x", "layout=sideways", "ttl=-1s", "key_prefix=a{b}", "key_prefix=a&key_prefix=b", "max_batch_bytes=x",
-		"wait_replicas=-1", "wait_replicas=x", "wait_timeout=x", "wait_timeout=-1s"} {
+		"wait_replicas=-1", "wait_replicas=x", "wait_timeout=x", "wait_timeout=-1s", "held_conns=x"} {
 		dsn := base + "?" + q
 		if strings.Contains(base, "?") {
 			dsn = base + "&" + q

@@ -1,0 +1,271 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/agentsessions/sessions/session"
+)
+
+// Commits on a held connection: see "Held connections" in the package
+// documentation. A Session whose checkpoint commits follow each other
+// within heldIdle keeps one connection with its items list and checkpoint
+// hash WATCHed since the last commit, and commits there with MULTI, RPUSH,
+// HSET, EXEC: no script runs. Any change to either key since the WATCH
+// makes the server refuse the EXEC, having run nothing, and the commit
+// then takes the usual way (commitFenced or the commit script).
+
+// DefaultHeldConns is the most connections a Store holds for back-to-back
+// commits when Options.HeldConns is zero.
+const DefaultHeldConns = 4
+
+// heldIdle is how long a held connection waits for its session's next
+// commit before it is closed.
+const heldIdle = time.Second
+
+// held is a connection a Session holds between checkpoint commits: its
+// items list and checkpoint hash are WATCHed, and since the WATCH began
+// the checkpoint name was at version and the list existed.
+type held struct {
+	conn    *goredis.Conn
+	name    string
+	version int64
+	timer   *time.Timer // closes the connection after the idle window
+}
+
+// holder is a Session's held connection, if any, and when its last
+// commit landed; mu guards both and serialises the handle's held commits.
+type holder struct {
+	mu   sync.Mutex
+	h    *held
+	last time.Time
+}
+
+// heldConns counts a Store's held connections against its cap.
+type heldConns struct {
+	mu     sync.Mutex
+	by     map[*Session]struct{}
+	closed bool
+}
+
+// reserve counts a held connection for s, if the cap allows.
+func (hc *heldConns) reserve(s *Session, limit int) bool {
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	if hc.closed || len(hc.by) >= limit {
+		return false
+	}
+	if hc.by == nil {
+		hc.by = map[*Session]struct{}{}
+	}
+	hc.by[s] = struct{}{}
+	return true
+}
+
+// forget stops counting s's held connection.
+func (hc *heldConns) forget(s *Session) {
+	hc.mu.Lock()
+	delete(hc.by, s)
+	hc.mu.Unlock()
+}
+
+// close refuses every later reservation and returns the Sessions holding
+// a connection.
+func (hc *heldConns) close() []*Session {
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	hc.closed = true
+	out := make([]*Session, 0, len(hc.by))
+	for s := range hc.by {
+		out = append(out, s)
+	}
+	return out
+}
+
+// releaseHeld closes every held connection of the Store (Close).
+func (st *Store) releaseHeld() {
+	for _, s := range st.held.close() {
+		s.hold.mu.Lock()
+		if s.hold.h != nil {
+			s.release()
+		}
+		s.hold.mu.Unlock()
+	}
+}
+
+// mayHold reports whether a commit of items at version can use a held
+// connection: the native layout's fenced commit (see commitFenced) with
+// no WAIT, a version to check and, with a TTL, one well above the idle
+// window (a key that expired under a WATCH would be pushed to afresh).
+func (s *Session) mayHold(items []session.Item, version int64) bool {
+	st := s.st
+	return st.heldCap > 0 && len(items) > 0 && version >= 0 && st.opts.Layout == LayoutNative &&
+		st.opts.WaitReplicas == 0 && (st.ttlMS == 0 || st.ttlMS > 10*heldIdle.Milliseconds()) &&
+		s.listed.Load()
+}
+
+// commitHeld commits on the held connection, if there is one for name at
+// version. done reports that the outcome is known: the commit landed
+// (got), or it may have run (an error wrapping session.ErrOutcomeUnknown,
+// or an EXEC answer that cannot happen under the WATCH). Otherwise nothing
+// was written and the commit must take the usual way. The caller holds
+// s.hold.mu.
+func (s *Session) commitHeld(ctx context.Context, items []session.Item, name string, doc []byte, version int64) (got int64, done bool, err error) {
+	h := s.hold.h
+	if h == nil {
+		return 0, false, nil
+	}
+	if !h.timer.Stop() || h.name != name || h.version != version {
+		s.release() // idle too long, or the caller's version is not the one watched
+		return 0, false, nil
+	}
+	next := strconv.FormatInt(version+1, 10)
+	ck := s.all[len(s.all)-1]
+	multi := goredis.NewStatusCmd(ctx, "multi")
+	push := goredis.NewCmd(ctx, s.pushArgs("rpush", items)...)
+	set := goredis.NewCmd(ctx, "hset", ck, "v:"+name, next, "d:"+name, doc)
+	exec := goredis.NewSliceCmd(ctx, "exec")
+	watch, llen, ver := s.watchCmds(ctx, name)
+	_, _ = h.conn.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		_ = p.Process(ctx, once{multi})
+		_ = p.Process(ctx, once{push})
+		_ = p.Process(ctx, once{set})
+		if s.st.ttlMS > 0 {
+			for _, k := range s.all {
+				_ = p.Process(ctx, once{goredis.NewCmd(ctx, "pexpire", k, s.st.ttlMS)})
+			}
+		}
+		_ = p.Process(ctx, once{exec})
+		_ = p.Process(ctx, once{watch})
+		_ = p.Process(ctx, once{llen})
+		_ = p.Process(ctx, once{ver})
+		return nil
+	})
+	switch err := exec.Err(); {
+	case multi.Err() != nil && !notSent(multi.Err()):
+		// Without MULTI's OK the commands may have run one by one.
+		s.release()
+		return 0, true, s.heldError(name, sent(multi.Err()))
+	case err == goredis.Nil, answered(err), notSent(err):
+		// A watched key changed (EXEC answered nil), the server refused
+		// the transaction (EXECABORT: a command was refused when queued,
+		// MOVED, OOM, READONLY), or nothing was sent: nothing ran.
+		s.release()
+		return 0, false, nil
+	case err != nil:
+		s.release()
+		return 0, true, s.heldError(name, sent(err))
+	}
+	for _, v := range exec.Val() {
+		if e, ok := v.(error); ok {
+			s.release()
+			return 0, true, s.heldError(name, fmt.Errorf("held commit: EXEC answered %w", e))
+		}
+	}
+	s.st.heldCommits.Add(1)
+	s.hold.last = time.Now()
+	if !s.rearm(h, watch, llen, ver, version+1) {
+		s.release()
+	}
+	return version + 1, true, nil
+}
+
+// heldError is AppendWithCheckpoint's error for err.
+func (s *Session) heldError(name string, err error) error {
+	return fmt.Errorf("redis: save checkpoint %q of session %q: %w", name, s.id, err)
+}
+
+// watchCmds returns the commands that start a watch: WATCH of the items
+// list and the checkpoint hash, then the list's length and the version of
+// checkpoint name, read under the WATCH.
+func (s *Session) watchCmds(ctx context.Context, name string) (*goredis.StatusCmd, *goredis.IntCmd, *goredis.StringCmd) {
+	ck := s.all[len(s.all)-1]
+	return goredis.NewStatusCmd(ctx, "watch", s.keys[0], ck),
+		goredis.NewIntCmd(ctx, "llen", s.keys[0]),
+		goredis.NewStringCmd(ctx, "hget", ck, "v:"+name)
+}
+
+// rearm keeps h watching at version when the WATCH began with the list
+// there and the checkpoint at version, as commitFenced's fence would find
+// them, and reports whether it did.
+func (s *Session) rearm(h *held, watch *goredis.StatusCmd, llen *goredis.IntCmd, ver *goredis.StringCmd, version int64) bool {
+	if watch.Err() != nil || llen.Err() != nil || llen.Val() == 0 || ver.Err() != nil ||
+		ver.Val() != strconv.FormatInt(version, 10) || version >= 1e14 {
+		return false
+	}
+	h.version = version
+	h.timer.Reset(heldIdle)
+	return true
+}
+
+// holdAfter starts holding a connection for s after a commit of name
+// that landed at version, when the commit before it landed within the
+// idle window and the cap allows: one more round trip, WATCH and the
+// reads under it. The caller holds s.hold.mu. Its failures are nobody's
+// concern: the commit landed, and the next one takes the usual way.
+func (s *Session) holdAfter(ctx context.Context, name string, version int64) {
+	now := time.Now()
+	recent := now.Sub(s.hold.last) < heldIdle
+	s.hold.last = now
+	if !recent || s.hold.h != nil {
+		return
+	}
+	c := s.st.primaryFor(ctx, s.keys[0])
+	if c == nil || c.PoolStats().IdleConns == 0 {
+		return // never wait for a connection the Store's other calls need
+	}
+	if !s.st.held.reserve(s, s.st.heldCap) {
+		return
+	}
+	h := &held{conn: c.EphemeralConn(), name: name}
+	watch, llen, ver := s.watchCmds(ctx, name)
+	_, _ = h.conn.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		_ = p.Process(ctx, watch)
+		_ = p.Process(ctx, llen)
+		_ = p.Process(ctx, ver)
+		return nil
+	})
+	h.timer = time.AfterFunc(heldIdle, func() {
+		s.hold.mu.Lock()
+		defer s.hold.mu.Unlock()
+		if s.hold.h == h {
+			s.release()
+		}
+	})
+	s.hold.h = h
+	if !s.rearm(h, watch, llen, ver, version) {
+		s.release()
+	}
+}
+
+// release closes s's held connection (EphemeralConn: it never goes back
+// to the pool, WATCH and all). The caller holds s.hold.mu.
+func (s *Session) release() {
+	h := s.hold.h
+	s.hold.h = nil
+	h.timer.Stop()
+	_ = h.conn.Close()
+	s.st.held.forget(s)
+}
+
+// primaryFor returns the client of the server that holds key, or nil when
+// the Store's client has none to give (a Ring, or a cluster whose slot
+// map cannot be had).
+func (st *Store) primaryFor(ctx context.Context, key string) *goredis.Client {
+	switch c := st.client.(type) {
+	case *goredis.Client:
+		return c
+	case *goredis.ClusterClient:
+		m, err := c.MasterForKey(ctx, key)
+		if err != nil {
+			return nil
+		}
+		return m
+	}
+	return nil
+}
