@@ -285,7 +285,8 @@
 // after a second without a commit, when a commit brings another version
 // or checkpoint name than the one watched, when anything goes wrong on it,
 // and on Close. A Store holds at most Options.HeldConns connections
-// (DefaultHeldConns, 4) and none with a negative value; a commit that
+// (DefaultHeldConns, 4), and at most a quarter of its client's pool size
+// (of each node's, in a cluster), and none with a negative value; a commit that
 // finds the handle's connection busy (another goroutine's commit) takes
 // the usual way. It is the native layout's only, without WaitReplicas and
 // with no TTL or one above ten seconds, on a *goredis.Client (standalone,

@@ -53,6 +53,21 @@ type heldConns struct {
 	closed bool
 }
 
+// heldCap returns how many connections a Store on client may hold: want
+// (Options.HeldConns), and at most a quarter of the client's pool (of
+// each node's, in a cluster), so that the Store's other calls keep the
+// rest; none on a Ring.
+func heldCap(client goredis.UniversalClient, want int) int {
+	var pool int
+	switch c := client.(type) {
+	case *goredis.Client:
+		pool = c.Options().PoolSize
+	case *goredis.ClusterClient:
+		pool = c.Options().PoolSize
+	}
+	return max(min(want, pool/4), 0)
+}
+
 // reserve counts a held connection for s, if the cap allows.
 func (hc *heldConns) reserve(s *Session, limit int) bool {
 	hc.mu.Lock()

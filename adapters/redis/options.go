@@ -102,7 +102,7 @@ type Options struct {
 	// within a second: each such commit is MULTI, RPUSH, HSET, EXEC under a
 	// WATCH, with no script (see "Held connections" in the package
 	// documentation). Zero means DefaultHeldConns; a negative value holds
-	// none.
+	// none. A Store holds at most a quarter of its client's pool size.
 	HeldConns int
 	// TLSConfig, used by Open for rediss:// URLs, replaces go-redis's
 	// default (the system's roots): set RootCAs to trust a private CA. The

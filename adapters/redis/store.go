@@ -56,11 +56,7 @@ func New(client goredis.UniversalClient, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("%w: WaitReplicas needs a *goredis.Client or *goredis.ClusterClient, not a %T", ErrInvalidOptions, client)
 		}
 	}
-	st := &Store{client: client, opts: opts, ttlMS: opts.ttlMillis(), heldCap: max(opts.HeldConns, 0)}
-	if _, ok := client.(*goredis.Ring); ok {
-		st.heldCap = 0
-	}
-	return st, nil
+	return &Store{client: client, opts: opts, ttlMS: opts.ttlMillis(), heldCap: heldCap(client, opts.HeldConns)}, nil
 }
 
 // isSharded reports whether client spreads keys over several servers.
