@@ -77,7 +77,7 @@ func Visualize(ops []porcupine.Operation, path string, timeout time.Duration) er
 }
 
 // read reports whether operations of kind k change nothing.
-func (k Kind) read() bool { return k == Items || k == Latest || k == Follow }
+func (k Kind) read() bool { return k == Items || k == Latest || k == Follow || k == LoadCheckpoint }
 
 func isRead(op porcupine.Operation) bool { return op.Input.(Input).Kind.read() }
 
@@ -132,13 +132,15 @@ func observed(ops []porcupine.Operation) map[ID]bool {
 //   - the shortest prefix (cut at a return time) that is not linearizable;
 //   - what follows the last operation that ran alone and left the session
 //     empty (a Clear, or a PopItem or read that found nothing);
-//   - without each read that the violation does not need (a read changes
-//     nothing, so a linearization of the whole is one of the rest);
+//   - without each read, or Commit that reported a conflict, that the
+//     violation does not need (it changes nothing, so a linearization of
+//     the whole is one of the rest);
 //   - without each write none of whose items any output or cursor shows,
 //     when no failed PopItem might have removed one of them (such a write,
 //     left out of a linearization, changes no output); an AppendOnce goes
 //     with every call of its operation id (without one, a retry would
-//     have to append).
+//     have to append). A Commit always stays: it moves the checkpoint's
+//     version, which the outcome of every later Commit shows.
 //
 // Each check in it gets timeout; a reduction whose check times out is not
 // taken. It returns ops unchanged if they are linearizable.
@@ -195,9 +197,9 @@ func shrink(ops []porcupine.Operation, deadline time.Time, illegal func([]porcup
 		if c := sinceEmpty(ops); len(c) < len(ops) && illegal(c) {
 			ops = c
 		}
-		// Reads, newest first.
+		// Reads and conflicts, newest first.
 		for i := len(ops) - 1; i >= 0 && time.Now().Before(deadline); i-- {
-			if !isRead(ops[i]) {
+			if o := ops[i].Output.(Output); !isRead(ops[i]) && (ops[i].Input.(Input).Kind != Commit || o.Unknown || o.OK) {
 				continue
 			}
 			c := slices.Delete(slices.Clone(ops), i, i+1)
@@ -298,20 +300,24 @@ func sinceEmpty(ops []porcupine.Operation) []porcupine.Operation {
 
 // across reports whether a cut after e would separate what ops after it
 // need: an operation id AppendOnce uses on both sides of e (the ids
-// outlive the emptying), or a Follow after e whose cursor stands for items
-// written before it. (The cut is sound with the latter: the cursor is lost
+// outlive the emptying), a checkpoint committed before e and used after
+// it (it outlives the emptying too), or a Follow after e whose cursor
+// stands for items written before it. (The cut is sound with the latter: the cursor is lost
 // after e, as in a history that starts there, where its items were never
 // written. But a counterexample with a cursor that stands for items no
 // operation wrote is hard to read.)
 func across(ops []porcupine.Operation, e porcupine.Operation) bool {
 	before := map[int]bool{}
 	after := map[ID]bool{}
+	committed := false // a Commit before e
 	for _, op := range ops {
 		in := op.Input.(Input)
 		switch {
 		case in.Kind == AppendOnce && op.Call <= e.Return:
 			before[in.Op] = true
-		case (in.Kind == AddItems || in.Kind == AppendOnce) && op.Call > e.Return:
+		case in.Kind == Commit && op.Call <= e.Return:
+			committed = true
+		case (in.Kind == AddItems || in.Kind == AppendOnce || in.Kind == Commit) && op.Call > e.Return:
 			for _, id := range in.Batch {
 				after[id] = true
 			}
@@ -319,7 +325,8 @@ func across(ops []porcupine.Operation, e porcupine.Operation) bool {
 	}
 	for _, op := range ops {
 		if in := op.Input.(Input); op.Call > e.Return {
-			if in.Kind == AppendOnce && before[in.Op] || in.Kind == Follow && in.N > 0 && !after[in.Last] {
+			if in.Kind == AppendOnce && before[in.Op] || in.Kind == Follow && in.N > 0 && !after[in.Last] ||
+				committed && (in.Kind == Commit || in.Kind == LoadCheckpoint) {
 				return true
 			}
 		}

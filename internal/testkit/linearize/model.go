@@ -33,10 +33,17 @@ const (
 	// AppendOnce appends a batch under an operation id unless a batch with
 	// that id was appended before (session.AppendOnce).
 	AppendOnce
+	// Commit appends a batch and saves the checkpoint CheckpointName iff
+	// its stored version is the one given, else conflicts and writes
+	// nothing (session.CheckpointCommitter's AppendWithCheckpoint).
+	Commit
+	// LoadCheckpoint reads the checkpoint CheckpointName
+	// (session.CheckpointStore's LoadCheckpoint).
+	LoadCheckpoint
 )
 
 var kindNames = [...]string{AddItems: "AddItems", Items: "Items", Latest: "Latest", PopItem: "PopItem", Clear: "Clear",
-	Follow: "Follow", AppendOnce: "AppendOnce"}
+	Follow: "Follow", AppendOnce: "AppendOnce", Commit: "Commit", LoadCheckpoint: "LoadCheckpoint"}
 
 // String returns the operation's name.
 func (k Kind) String() string {
@@ -82,6 +89,11 @@ func ParseID(it session.Item) ID {
 	if !ok {
 		return NoID
 	}
+	return parseID(s)
+}
+
+// parseID returns the ID whose String is s, or NoID.
+func parseID(s string) ID {
 	rest, ok := strings.CutPrefix(s, "c")
 	if !ok {
 		return NoID
@@ -124,6 +136,26 @@ func OnceBatch(op int) []ID {
 // OnceOpID returns the operation id (session.AppendOnce's opID) of op.
 func OnceOpID(op int) string { return "op" + strconv.Itoa(op) }
 
+// CheckpointName is the name of the one checkpoint that Commit saves and
+// LoadCheckpoint reads.
+const CheckpointName = "run"
+
+// Doc returns the checkpoint document whose content is id.
+func (id ID) Doc() []byte { return []byte(`{"doc":"` + id.String() + `"}`) }
+
+// ParseDoc returns the ID a document written by Doc carries, or NoID.
+func ParseDoc(doc []byte) ID {
+	it, err := session.NewItem(doc)
+	if err != nil {
+		return NoID
+	}
+	s, ok := it.StringField("doc")
+	if !ok {
+		return NoID
+	}
+	return parseID(s)
+}
+
 // Input is what an operation was asked to do.
 type Input struct {
 	Kind  Kind `json:"k"`
@@ -142,6 +174,10 @@ type Input struct {
 	Seen []ID `json:"s,omitempty"`
 	// Op is AppendOnce's operation (OnceOpID, OnceBatch).
 	Op int `json:"op,omitempty"`
+	// Version is the checkpoint version Commit expects stored (0: none),
+	// and Doc the document it saves (ID.Doc).
+	Version int64 `json:"v,omitempty"`
+	Doc     ID    `json:"d,omitempty"`
 }
 
 // Output is what an operation returned.
@@ -153,9 +189,16 @@ type Output struct {
 	// Items are what Items, Latest and Follow returned.
 	Items []ID `json:"i,omitempty"`
 	// Popped and OK are what PopItem returned; OK is also AppendOnce's
-	// result (true: this call appended).
+	// result (true: this call appended), Commit's (true: it committed;
+	// false: session.ErrCheckpointConflict) and LoadCheckpoint's (true: it
+	// found the checkpoint; false: session.ErrNoCheckpoint).
 	Popped ID   `json:"p,omitempty"`
 	OK     bool `json:"ok,omitempty"`
+	// Version is the version a Commit that committed returned, or that
+	// LoadCheckpoint found, and Doc the document LoadCheckpoint found
+	// (ParseDoc).
+	Version int64 `json:"v,omitempty"`
+	Doc     ID    `json:"d,omitempty"`
 	// Lost is set for a Follow that returned session.ErrCursorLost.
 	Lost bool `json:"lost,omitempty"`
 	// Invalid is set for a Follow that returned session.ErrInvalidCursor
@@ -163,21 +206,30 @@ type Output struct {
 	Invalid bool `json:"inv,omitempty"`
 }
 
-// state is the model's state: the session's items, oldest first, and the
+// state is the model's state: the session's items, oldest first, the
 // operations AppendOnce carried out, sorted (they outlive Clear and
 // PopItem: session.OnceAppender's documentation, "an operation that
 // happened stays happened"; docs/semantics.md §2.1 keeps Redis's in a hash
-// that Clear keeps). It is never modified once made; Step returns new
-// states.
+// that Clear keeps), and the checkpoint CheckpointName: its version (0:
+// none) and document (Clear keeps it too: session.CheckpointStore). It is
+// never modified once made; Step returns new states.
 type state struct {
-	items []ID
-	ops   []int
+	items   []ID
+	ops     []int
+	version int64
+	doc     ID
+}
+
+// with returns s with items instead of its own.
+func (s state) with(items []ID) state {
+	s.items = items
+	return s
 }
 
 func (s state) appended(batch []ID) state {
 	next := make([]ID, len(s.items), len(s.items)+len(batch))
 	copy(next, s.items)
-	return state{items: append(next, batch...), ops: s.ops}
+	return s.with(append(next, batch...))
 }
 
 // cursorIntact reports whether the history still begins with the n items
@@ -215,7 +267,7 @@ func step(st, in, out any) (bool, any) {
 			if n == 0 {
 				return true, s
 			}
-			return true, state{items: s.items[:n-1], ops: s.ops}
+			return true, s.with(s.items[:n-1])
 		}
 		if !o.OK {
 			return n == 0, s
@@ -223,9 +275,9 @@ func step(st, in, out any) (bool, any) {
 		if n == 0 || s.items[n-1] != o.Popped {
 			return false, s
 		}
-		return true, state{items: s.items[:n-1], ops: s.ops}
+		return true, s.with(s.items[:n-1])
 	case Clear:
-		return true, state{ops: s.ops}
+		return true, s.with(nil)
 	case AppendOnce:
 		at, done := slices.BinarySearch(s.ops, i.Op)
 		if done {
@@ -239,6 +291,25 @@ func step(st, in, out any) (bool, any) {
 		next := s.appended(i.Batch)
 		next.ops = slices.Insert(slices.Clone(s.ops), at, i.Op)
 		return true, next
+	case Commit:
+		if s.version != i.Version {
+			// A conflict writes nothing, whether or not it was reported.
+			return o.Unknown || !o.OK, s
+		}
+		if !o.Unknown && (!o.OK || o.Version != s.version+1) {
+			return false, s
+		}
+		next := s.appended(i.Batch)
+		next.version, next.doc = s.version+1, i.Doc
+		return true, next
+	case LoadCheckpoint:
+		if o.Unknown {
+			return false, s
+		}
+		if s.version == 0 {
+			return !o.OK, s
+		}
+		return o.OK && o.Version == s.version && o.Doc == s.doc, s
 	}
 	return false, s
 }
@@ -260,6 +331,8 @@ func hashState(st any) uint64 {
 	for _, op := range s.ops {
 		put(uint64(op))
 	}
+	put(uint64(s.version))
+	put(uint64(s.doc))
 	return h.Sum64()
 }
 
@@ -291,6 +364,8 @@ func Describe(in Input, out Output) string {
 		}
 	case AppendOnce:
 		call = "AppendOnce(" + OnceOpID(in.Op) + ", " + describeIDs(in.Batch) + ")"
+	case Commit:
+		call = "Commit(" + describeIDs(in.Batch) + ", doc " + in.Doc.String() + ", at v" + strconv.FormatInt(in.Version, 10) + ")"
 	default:
 		call = in.Kind.String() + "()"
 	}
@@ -318,6 +393,16 @@ func Describe(in Input, out Output) string {
 			return call + " -> empty"
 		}
 		return call + " -> " + out.Popped.String()
+	case Commit:
+		if !out.OK {
+			return call + " -> conflict"
+		}
+		return call + " -> v" + strconv.FormatInt(out.Version, 10)
+	case LoadCheckpoint:
+		if !out.OK {
+			return call + " -> none"
+		}
+		return call + " -> v" + strconv.FormatInt(out.Version, 10) + " doc " + out.Doc.String()
 	}
 	return call + " -> ok"
 }
@@ -328,7 +413,7 @@ var Model = porcupine.Model{
 	Step: step,
 	Equal: func(a, b any) bool {
 		x, y := a.(state), b.(state)
-		return slices.Equal(x.items, y.items) && slices.Equal(x.ops, y.ops)
+		return slices.Equal(x.items, y.items) && slices.Equal(x.ops, y.ops) && x.version == y.version && x.doc == y.doc
 	},
 	Hash: hashState,
 	DescribeOperation: func(in, out any) string {
@@ -348,6 +433,9 @@ var Model = porcupine.Model{
 				ops[k] = OnceOpID(op)
 			}
 			d += " done: " + strings.Join(ops, " ")
+		}
+		if s.version > 0 {
+			d += " checkpoint: v" + strconv.FormatInt(s.version, 10) + " doc " + s.doc.String()
 		}
 		return d
 	},

@@ -39,6 +39,16 @@ func TestID(t *testing.T) {
 	if got := ParseID(MakeID(1, 2).Item()); got.Client() != 1 || got.Seq() != 2 {
 		t.Errorf("client %d seq %d", got.Client(), got.Seq())
 	}
+	for _, id := range []ID{MakeID(0, 0), MakeID(3, 17)} {
+		if got := ParseDoc(id.Doc()); got != id {
+			t.Errorf("ParseDoc(%v.Doc()) = %v", id, got)
+		}
+	}
+	for _, doc := range []string{``, `{}`, `{"doc":"x"}`, `[1]`} {
+		if got := ParseDoc([]byte(doc)); got != NoID {
+			t.Errorf("ParseDoc(%q) = %v", doc, got)
+		}
+	}
 }
 
 func TestModel(t *testing.T) {
@@ -387,4 +397,132 @@ func TestMinimizeKeepsCursorItems(t *testing.T) {
 		t.Fatalf("nothing dropped:\n%s", Explain(small))
 	}
 	t.Logf("%d operations left of %d:\n%s", len(small), len(ops), Explain(small))
+}
+
+// commit is a Commit of batch at version, saving the document d.
+func commit(version int64, d ID, batch ...ID) Input {
+	return Input{Kind: Commit, Batch: batch, Version: version, Doc: d}
+}
+
+var (
+	conflict  = Output{}
+	loadInput = Input{Kind: LoadCheckpoint}
+	none      = Output{}
+)
+
+func committed(version int64) Output    { return Output{OK: true, Version: version} }
+func loaded(version int64, d ID) Output { return Output{OK: true, Version: version, Doc: d} }
+
+// TestModelCheckpoint: a commit appends its batch and saves the checkpoint
+// at the next version iff the stored version is the one it names, and
+// otherwise writes nothing (session.CheckpointCommitter); Clear keeps the
+// checkpoint (session.CheckpointStore).
+func TestModelCheckpoint(t *testing.T) {
+	items, pop, clear := Input{Kind: Items}, Input{Kind: PopItem}, Input{Kind: Clear}
+	d1, d2 := MakeID(1, 100), MakeID(2, 100)
+	cases := []struct {
+		name string
+		ops  []porcupine.Operation
+		want porcupine.CheckResult
+	}{
+		{"sequential", []porcupine.Operation{
+			op(1, 0, 1, loadInput, none),
+			op(1, 2, 3, commit(0, d1, a1), committed(1)),
+			op(2, 4, 5, loadInput, loaded(1, d1)),
+			op(2, 6, 7, commit(1, d2, b1, b2), committed(2)),
+			op(1, 8, 9, items, read(a1, b1, b2)),
+			op(1, 10, 11, loadInput, loaded(2, d2)),
+		}, porcupine.Ok},
+		{"a stale commit conflicts and writes nothing", []porcupine.Operation{
+			op(1, 0, 1, commit(0, d1, a1), committed(1)),
+			op(2, 2, 3, commit(0, d2, b1), conflict),
+			op(1, 4, 5, items, read(a1)),
+			op(1, 6, 7, loadInput, loaded(1, d1)),
+		}, porcupine.Ok},
+		{"a stale commit lands", []porcupine.Operation{
+			op(1, 0, 1, commit(0, d1, a1), committed(1)),
+			op(2, 2, 3, commit(0, d2, b1), committed(1)),
+		}, porcupine.Illegal},
+		{"a stale commit's batch lands", []porcupine.Operation{
+			op(1, 0, 1, commit(0, d1, a1), committed(1)),
+			op(2, 2, 3, commit(0, d2, b1), conflict),
+			op(1, 4, 5, items, read(a1, b1)),
+		}, porcupine.Illegal},
+		{"a stale commit's document saved", []porcupine.Operation{
+			op(1, 0, 1, commit(0, d1, a1), committed(1)),
+			op(2, 2, 3, commit(0, d2, b1), conflict),
+			op(1, 4, 5, loadInput, loaded(1, d2)),
+		}, porcupine.Illegal},
+		{"a commit at the stored version conflicts", []porcupine.Operation{
+			op(1, 0, 1, commit(0, d1, a1), conflict),
+		}, porcupine.Illegal},
+		{"the new version is not the stored one plus one", []porcupine.Operation{
+			op(1, 0, 1, commit(0, d1, a1), committed(1)),
+			op(1, 2, 3, commit(1, d2, a2), committed(3)),
+		}, porcupine.Illegal},
+		{"concurrent commits at one version: one lands", []porcupine.Operation{
+			op(1, 0, 10, commit(0, d1, a1), conflict),
+			op(2, 0, 10, commit(0, d2, b1), committed(1)),
+			op(1, 11, 12, items, read(b1)),
+			op(1, 13, 14, loadInput, loaded(1, d2)),
+		}, porcupine.Ok},
+		{"concurrent commits at one version: both land", []porcupine.Operation{
+			op(1, 0, 10, commit(0, d1, a1), committed(1)),
+			op(2, 0, 10, commit(0, d2, b1), committed(1)),
+		}, porcupine.Illegal},
+		{"concurrent commits in a chain, either way round", []porcupine.Operation{
+			op(1, 0, 10, commit(1, d1, a1), committed(2)),
+			op(2, 0, 10, commit(0, d2, b1), committed(1)),
+			op(1, 11, 12, items, read(b1, a1)),
+		}, porcupine.Ok},
+		{"the checkpoint saved without the batch", []porcupine.Operation{
+			op(1, 0, 10, commit(0, d1, a1, a2), committed(1)),
+			op(2, 1, 2, loadInput, loaded(1, d1)),
+			op(2, 3, 4, items, read()),
+		}, porcupine.Illegal},
+		{"the batch appended without the checkpoint", []porcupine.Operation{
+			op(1, 0, 10, commit(0, d1, a1), committed(1)),
+			op(2, 1, 2, items, read(a1)),
+			op(2, 3, 4, loadInput, none),
+		}, porcupine.Illegal},
+		{"the checkpoint outlives a clear and a pop", []porcupine.Operation{
+			op(1, 0, 1, commit(0, d1, a1, a2), committed(1)),
+			op(1, 2, 3, pop, popped(a2)),
+			op(1, 4, 5, clear, Output{}),
+			op(2, 6, 7, loadInput, loaded(1, d1)),
+			op(2, 8, 9, commit(1, d2, b1), committed(2)),
+			op(2, 10, 11, items, read(b1)),
+		}, porcupine.Ok},
+		{"the checkpoint forgotten at a clear", []porcupine.Operation{
+			op(1, 0, 1, commit(0, d1, a1), committed(1)),
+			op(1, 2, 3, clear, Output{}),
+			op(2, 4, 5, loadInput, none),
+		}, porcupine.Illegal},
+		{"a failed commit landed late", []porcupine.Operation{
+			op(1, 0, Never, commit(0, d1, a1), Output{}),
+			op(2, 2, 3, loadInput, none),
+			op(2, 4, 5, loadInput, loaded(1, d1)),
+			op(2, 6, 7, items, read(a1)),
+		}, porcupine.Ok},
+		{"a failed commit did not land", []porcupine.Operation{
+			op(1, 0, Never, commit(0, d1, a1), Output{}),
+			op(2, 2, 3, commit(0, d2, b1), committed(1)),
+			op(2, 4, 5, items, read(b1)),
+		}, porcupine.Ok},
+		{"a failed commit at another version landed", []porcupine.Operation{
+			op(1, 0, Never, commit(5, d1, a1), Output{}),
+			op(2, 2, 3, items, read(a1)),
+		}, porcupine.Illegal},
+		{"a failed commit landed before its call", []porcupine.Operation{
+			op(2, 0, 1, loadInput, loaded(1, d1)),
+			op(1, 2, Never, commit(0, d1, a1), Output{}),
+		}, porcupine.Illegal},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := check(c.ops...); got != c.want {
+				t.Fatalf("Check = %v, want %v\n%s", got, c.want, Explain(c.ops))
+			}
+		})
+	}
 }
