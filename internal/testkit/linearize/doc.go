@@ -4,7 +4,8 @@
 //
 // Model is the sequential specification: a session is a list of items, and
 // the operations are AddItems(batch), Items, Latest(n), PopItem and Clear
-// (session.Append, All, Latest, Pop and Clear), Follow and AppendOnce.
+// (session.Append, All, Latest, Pop and Clear), Follow, AppendOnce, Commit
+// and LoadCheckpoint.
 //
 // Follow is session.ReadSince from the cursor the client's last Follow
 // returned. Its Input says what that cursor stands for: how many items
@@ -19,6 +20,17 @@
 // retry each other's operations, concurrently too. Record runs AppendOnce
 // only on a session.OnceAppender; Follow runs on every session
 // (ReadSince's fallback where it is not a session.Follower).
+//
+// Commit is session.CheckpointCommitter's AppendWithCheckpoint of a batch
+// and a document under one checkpoint name (CheckpointName), at the
+// version the client saw last; LoadCheckpoint is LoadCheckpoint of that
+// name. The model's state also holds the checkpoint's version (0: none)
+// and document, which Clear and PopItem keep: a commit at the stored
+// version appends its batch and saves its document at that version plus
+// one, and any other reports session.ErrCheckpointConflict and writes
+// nothing. Record runs them only on a session.CheckpointCommitter, each
+// client through a handle of its own (Config.Handles), and commits come in
+// runs, as a run-state loop's do.
 //
 // Record runs concurrent
 // clients against a real session and records what each call saw, with

@@ -114,7 +114,8 @@ func encryptedOpener(open opener) opener {
 type injector func(progress *atomic.Int64, total int64, done <-chan struct{}) int
 
 // plain records on the sessions open returns, with inject (if not nil)
-// running meanwhile.
+// running meanwhile; each client commits through a handle of its own
+// (Config.Handles).
 func plain(open opener, inject injector) recordFunc {
 	return func(t *testing.T, id string, cfg Config) (History, int, session.Capabilities) {
 		s, err := open(id)
@@ -122,6 +123,13 @@ func plain(open opener, inject injector) recordFunc {
 			t.Fatalf("open session: %v", err)
 		}
 		caps := session.Probe(s)
+		for range cfg.Clients {
+			h, err := open(id)
+			if err != nil {
+				t.Fatalf("open session: %v", err)
+			}
+			cfg.Handles = append(cfg.Handles, h)
+		}
 		if inject == nil {
 			return Record(context.Background(), s, cfg), 0, caps
 		}
@@ -281,12 +289,13 @@ type tally struct {
 	histories, ops, ambiguous, faults int
 	follows, lost                     int // Follow operations, and those that found the cursor lost
 	once, retried                     int // AppendOnce operations, and those that answered false
+	commits, conflicts, loads         int // Commit operations, those that conflicted, LoadCheckpoint operations
 	illegal, unknown                  int
 	checking                          time.Duration
 	caps                              session.Capabilities
 }
 
-// count adds the Follow and AppendOnce operations of h to tl.
+// count adds the Follow, AppendOnce and checkpoint operations of h to tl.
 func (tl *tally) count(h History) {
 	for _, op := range h {
 		switch op.Input.Kind {
@@ -300,6 +309,13 @@ func (tl *tally) count(h History) {
 			if op.Err == "" && !op.Output.OK {
 				tl.retried++
 			}
+		case Commit:
+			tl.commits++
+			if op.Err == "" && !op.Output.OK {
+				tl.conflicts++
+			}
+		case LoadCheckpoint:
+			tl.loads++
 		}
 	}
 }
@@ -346,8 +362,12 @@ func campaign(t *testing.T, name string, record recordFunc, clients int, set set
 	if !tl.caps.Has(session.CapAppendOnce) {
 		t.Logf("%s: AppendOnce skipped: the session is not a session.OnceAppender (session.Probe: %v)", name, tl.caps)
 	}
-	t.Logf("RESULT backend=%s clients=%d histories=%d ops=%d follow=%d lost=%d once=%d retried=%d ambiguous=%d faults=%d illegal=%d timeouts=%d checking=%v",
-		name, clients, tl.histories, tl.ops, tl.follows, tl.lost, tl.once, tl.retried, tl.ambiguous, tl.faults, tl.illegal, tl.unknown, tl.checking.Round(time.Millisecond))
+	if !tl.caps.Has(session.CapCheckpointCommit) {
+		t.Logf("%s: Commit and LoadCheckpoint skipped: the session is not a session.CheckpointCommitter (session.Probe: %v)", name, tl.caps)
+	}
+	t.Logf("RESULT backend=%s clients=%d histories=%d ops=%d follow=%d lost=%d once=%d retried=%d commit=%d conflict=%d load=%d ambiguous=%d faults=%d illegal=%d timeouts=%d checking=%v",
+		name, clients, tl.histories, tl.ops, tl.follows, tl.lost, tl.once, tl.retried, tl.commits, tl.conflicts, tl.loads,
+		tl.ambiguous, tl.faults, tl.illegal, tl.unknown, tl.checking.Round(time.Millisecond))
 	return tl
 }
 
@@ -398,8 +418,9 @@ func TestLinearizable(t *testing.T) {
 					if tl.illegal > 0 {
 						t.Errorf("%s with %d clients: %d of %d histories are not linearizable", tg.name(), clients, tl.illegal, tl.histories)
 					}
-					if tl.follows == 0 || tl.caps.Has(session.CapAppendOnce) && tl.once == 0 {
-						t.Errorf("%s with %d clients: %d Follow and %d AppendOnce operations: the mix did not check them", tg.name(), clients, tl.follows, tl.once)
+					if tl.follows == 0 || tl.caps.Has(session.CapAppendOnce) && tl.once == 0 || tl.caps.Has(session.CapCheckpointCommit) && tl.commits == 0 {
+						t.Errorf("%s with %d clients: %d Follow, %d AppendOnce and %d Commit operations: the mix did not check them",
+							tg.name(), clients, tl.follows, tl.once, tl.commits)
 					}
 				})
 			}

@@ -59,7 +59,15 @@ func TestChildProcess(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h := Record(ctx, s, Config{Clients: clients, FirstClient: first, Ops: ops, Seed: seed, Pace: pace})
+		cfg := Config{Clients: clients, FirstClient: first, Ops: ops, Seed: seed, Pace: pace}
+		for range clients {
+			h, err := st.Session(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Handles = append(cfg.Handles, h)
+		}
+		h := Record(ctx, s, cfg)
 		b, err := json.Marshal(h)
 		if err != nil {
 			t.Fatal(err)

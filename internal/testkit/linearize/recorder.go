@@ -33,9 +33,17 @@ type Config struct {
 	Progress *atomic.Int64
 	// Mix weighs the operations; the zero Mix means DefaultMix. Record
 	// does not choose AppendOnce on a session that is not a
-	// session.OnceAppender (session.Probe): it has no fallback. Follow
-	// runs on every session: session.ReadSince has one.
+	// session.OnceAppender (session.Probe), nor Commit and LoadCheckpoint
+	// on one that is not a session.CheckpointCommitter: they have no
+	// fallback. Follow runs on every session: session.ReadSince has one.
 	Mix Mix
+	// Handles, if not nil, holds another handle of the recorded session
+	// for each client: its commits and checkpoint loads go through it, so
+	// that each client commits through a handle of its own, as a run-state
+	// loop does (the Redis adapter holds a connection for a handle's
+	// back-to-back commits). Without one, a client commits through the
+	// session Record is given, like its other operations.
+	Handles []session.Session
 	// Pace, when positive, has each client pause after each operation for
 	// a random time up to Pace times its mean operation latency (a moving
 	// average). It bounds how many operations overlap where operations
@@ -48,7 +56,7 @@ type Config struct {
 }
 
 // Mix weighs the operations clients choose, by Kind.
-type Mix [7]int
+type Mix [9]int
 
 // DefaultMix is the mix of the campaign. Reads are frequent, and Items is
 // a third of them: each read prunes the orders of the concurrent writes
@@ -58,8 +66,12 @@ type Mix [7]int
 // shows the whole history: what the cursor stands for and what follows).
 // Pops and short Latest reads look at the end of the list, where writers
 // race, and pops make cursors lost; clears are rare. Half of the
-// AppendOnce calls retry a recent operation id (see Record).
-var DefaultMix = Mix{AddItems: 24, Items: 16, Latest: 20, PopItem: 20, Clear: 3, Follow: 12, AppendOnce: 8}
+// AppendOnce calls retry a recent operation id (see Record). Commits come
+// in runs of up to commitRun that land: three in four that land are
+// followed at once by another, and one that conflicts by a LoadCheckpoint
+// and another.
+var DefaultMix = Mix{AddItems: 24, Items: 16, Latest: 20, PopItem: 20, Clear: 3, Follow: 12, AppendOnce: 8,
+	Commit: 8, LoadCheckpoint: 4}
 
 func (m Mix) pick(rng *rand.Rand) Kind {
 	total := 0
@@ -73,7 +85,7 @@ func (m Mix) pick(rng *rand.Rand) Kind {
 		}
 		r -= w
 	}
-	return AppendOnce
+	return Kind(len(m) - 1)
 }
 
 var latestNs = [...]int{1, 2, 3, 5, 10}
@@ -90,7 +102,24 @@ type client struct {
 	// (-1: none): its next AppendOnce retries it, as a caller that lost
 	// the answer does.
 	retry int
+	// ck is the handle it commits and loads the checkpoint through, and
+	// version the checkpoint version it saw last, which it commits at.
+	// stale is set when its last commit did not land (a conflict, or an
+	// error): it loads the checkpoint before it commits again, as a
+	// run-state loop that lost a race does. landed counts the commits of
+	// its current run that landed, and again is set when its next
+	// operation continues the run: a commit right after the last, with no
+	// pause (Config.Pace) between.
+	ck           session.CheckpointCommitter
+	version      int64
+	stale, again bool
+	landed       int
 }
+
+// commitRun is the most commits a client's run of back-to-back commits
+// lands: the Redis adapter commits the third and later ones on the
+// connection it holds for the handle.
+const commitRun = 4
 
 // onceOps hands out AppendOnce's operations: a fresh one, or one of the
 // latest two handed out, likely still running at another client, so that
@@ -122,6 +151,10 @@ func Record(ctx context.Context, s session.Session, cfg Config) History {
 	if !session.Probe(s).Has(session.CapAppendOnce) {
 		cfg.Mix[AppendOnce] = 0
 	}
+	committer, commits := s.(session.CheckpointCommitter)
+	if !commits {
+		cfg.Mix[Commit], cfg.Mix[LoadCheckpoint] = 0, 0
+	}
 	var (
 		mu   sync.Mutex
 		out  = make(History, 0, cfg.Clients*cfg.Ops)
@@ -129,20 +162,29 @@ func Record(ctx context.Context, s session.Session, cfg Config) History {
 		once onceOps
 	)
 	for c := range cfg.Clients {
-		cl := &client{id: cfg.FirstClient + c, retry: -1}
+		cl := &client{id: cfg.FirstClient + c, retry: -1, ck: committer}
+		if c < len(cfg.Handles) {
+			if h, ok := cfg.Handles[c].(session.CheckpointCommitter); ok && commits {
+				cl.ck = h
+			}
+		}
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(cfg.Seed, uint64(cl.id)))
 			mine := make(History, 0, cfg.Ops)
 			var mean float64 // moving average of the latency, ns
 			for range cfg.Ops {
-				op := cl.run(ctx, s, rng, &once, cfg.Mix.pick(rng), cfg.Timeout)
+				kind := cfg.Mix.pick(rng)
+				if cl.again {
+					kind = Commit
+				}
+				op := cl.run(ctx, s, rng, &once, kind, cfg.Timeout)
 				mine = append(mine, op)
 				if mean == 0 {
 					mean = float64(op.Return - op.Call)
 				} else {
 					mean = 0.8*mean + 0.2*float64(op.Return-op.Call)
 				}
-				if cfg.Pace > 0 {
+				if cfg.Pace > 0 && !cl.again {
 					time.Sleep(time.Duration(rng.Float64() * cfg.Pace * mean))
 				}
 				if cfg.Progress != nil {
@@ -166,6 +208,12 @@ func (cl *client) run(ctx context.Context, s session.Session, rng *rand.Rand, on
 	defer cancel()
 	op := Op{Client: cl.id}
 	var err error
+	// A client whose last commit did not land loads the checkpoint and
+	// commits again at once, as a run-state loop that lost a race does.
+	retry := kind == Commit && cl.stale
+	if retry {
+		kind = LoadCheckpoint
+	}
 	switch kind {
 	case AddItems:
 		n := 1 + rng.IntN(3)
@@ -217,6 +265,45 @@ func (cl *client) run(ctx context.Context, s session.Session, rng *rand.Rand, on
 		if err != nil {
 			cl.retry = n
 		}
+	case Commit:
+		n := 1 + rng.IntN(3)
+		op.Input = Input{Kind: Commit, Batch: make([]ID, n), Version: cl.version, Doc: MakeID(cl.id, cl.seq)}
+		cl.seq++
+		items := make([]session.Item, n)
+		for i := range n {
+			id := MakeID(cl.id, cl.seq)
+			cl.seq++
+			op.Input.Batch[i] = id
+			items[i] = id.Item()
+		}
+		op.Call = Now()
+		var v int64
+		v, err = cl.ck.AppendWithCheckpoint(ctx, items, CheckpointName, op.Input.Doc.Doc(), cl.version)
+		landed := cl.landed + 1
+		cl.stale, cl.again, cl.landed = err != nil, false, 0
+		switch {
+		case errors.Is(err, session.ErrCheckpointConflict):
+			err = nil
+		case err == nil:
+			op.Output = Output{OK: true, Version: v}
+			cl.version, cl.landed = v, landed
+			cl.again = landed < commitRun && rng.IntN(4) > 0
+		}
+	case LoadCheckpoint:
+		op.Input = Input{Kind: LoadCheckpoint}
+		op.Call = Now()
+		var doc []byte
+		var v int64
+		doc, v, err = cl.ck.LoadCheckpoint(ctx, CheckpointName)
+		switch {
+		case errors.Is(err, session.ErrNoCheckpoint):
+			err = nil
+			cl.version, cl.stale = 0, false
+		case err == nil:
+			op.Output = Output{OK: true, Version: v, Doc: ParseDoc(doc)}
+			cl.version, cl.stale = v, false
+		}
+		cl.again = retry && err == nil
 	case Items:
 		op.Input = Input{Kind: Items}
 		op.Call = Now()
