@@ -95,7 +95,31 @@ func (s checkThenAppend) AddItemsOnce(ctx context.Context, opID string, items []
 	return true, nil
 }
 
-// TestNegativeControls proves that the campaign can fail: on four broken
+// commitAnyVersion is a broken checkpoint committer: it skips the version
+// check, so that copies of a run restored from one checkpoint all commit.
+type commitAnyVersion struct{ session.CheckpointCommitter }
+
+func (s commitAnyVersion) AppendWithCheckpoint(ctx context.Context, items []session.Item, name string, doc []byte, _ int64) (int64, error) {
+	return s.CheckpointCommitter.AppendWithCheckpoint(ctx, items, name, doc, session.AnyVersion)
+}
+
+// appendThenSave is a broken checkpoint committer: it appends the batch,
+// then saves the checkpoint in a second step, so that a reader sees one
+// without the other and a commit that conflicts has appended.
+type appendThenSave struct{ session.CheckpointCommitter }
+
+func (s appendThenSave) AppendWithCheckpoint(ctx context.Context, items []session.Item, name string, doc []byte, version int64) (int64, error) {
+	if err := s.AddItems(ctx, items); err != nil {
+		return 0, err
+	}
+	runtime.Gosched()
+	return s.SaveCheckpoint(ctx, name, doc, version)
+}
+
+// committer returns s as the session.CheckpointCommitter it is.
+func committer(s session.Session) session.CheckpointCommitter { return s.(session.CheckpointCommitter) }
+
+// TestNegativeControls proves that the campaign can fail: on six broken
 // sessions over the memory backend, it must find a history that is not
 // linearizable.
 func TestNegativeControls(t *testing.T) {
@@ -120,6 +144,8 @@ func TestNegativeControls(t *testing.T) {
 		{"once-check-then-append", func(s session.Session) session.Session {
 			return checkThenAppend{Session: s, mu: new(sync.Mutex), done: map[string]bool{}}
 		}, session.CapAppendOnce},
+		{"commit-any-version", func(s session.Session) session.Session { return commitAnyVersion{committer(s)} }, session.CapCheckpointCommit},
+		{"commit-append-then-save", func(s session.Session) session.Session { return appendThenSave{committer(s)} }, session.CapCheckpointCommit},
 	}
 	for _, c := range controls {
 		t.Run(c.name, func(t *testing.T) {
