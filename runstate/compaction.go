@@ -19,10 +19,10 @@ import (
 // on its history calls (the gated wrapper); RunCompaction always receives
 // the caller's context (the raw wrapper, for usage accounting).
 func compact(ctx context.Context, s session.Session, responseID string, store *bool, localOutputs bool) (Compaction, error) {
-	ca, ok := s.(session.CompactionAware)
-	if responseID == "" || !ok {
+	if !compacts(s, responseID) {
 		return Compaction{}, nil
 	}
+	ca := s.(session.CompactionAware)
 	c := Compaction{ResponseID: responseID, Store: store}
 	if localOutputs {
 		c.Kind = CompactionDeferred
@@ -41,6 +41,13 @@ func compact(ctx context.Context, s session.Session, responseID string, store *b
 		return c, fmt.Errorf("runstate: compaction: %w", err)
 	}
 	return c, nil
+}
+
+// compacts reports whether compact asks anything of s for a save with
+// responseID: s is compaction-aware and the save has a response id.
+func compacts(s session.Session, responseID string) bool {
+	_, ok := s.(session.CompactionAware)
+	return ok && responseID != ""
 }
 
 // ErrCompaction wraps the error of a compaction a Run ran after saving a

@@ -372,7 +372,8 @@ func (r *Run) Turn(ctx context.Context, responseID string, items ...session.Item
 	if err != nil {
 		return err
 	}
-	return r.compactAfter(ctx, responseID, hasLocalOutputs(items))
+	local := compacts(r.s, responseID) && hasLocalOutputs(items) // only a compaction asks
+	return r.compactAfter(ctx, responseID, local)
 }
 
 // ready fails unless a new turn may start.

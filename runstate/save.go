@@ -184,7 +184,7 @@ func (cp *Checkpoint) Save(ctx context.Context, s session.Session, args SaveArgs
 		cp.PersistedCount = already + count
 	}
 	res := SaveResult{Count: count, Appended: toSave}
-	local := args.ResponseID != "" && // only a compaction asks
+	local := compacts(s, args.ResponseID) && // only a compaction asks
 		(hasLocalOutputs(args.NewItems) || (args.settlingHeld && hasLocalOutputs(args.Input)))
 	res.Compaction, err = compact(ctx, s, args.ResponseID, args.Store, local)
 	return res, err
