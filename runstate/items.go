@@ -3,7 +3,6 @@ package runstate
 import (
 	"encoding/json"
 	"hash/maphash"
-	"slices"
 	"strings"
 
 	"github.com/agentsessions/sessions/history"
@@ -139,7 +138,8 @@ func forSession(s session.Session, items []session.Item, policy *Policy) []sessi
 // items that are never deduplicated (messages, items with a role, items
 // without any id).
 func dedupeKey(it session.Item) (key string, ok bool) {
-	k, ok := dedupeKeyParts(it, factsOf(it))
+	f := factsOf(it)
+	k, ok := dedupeKeyParts(it, &f)
 	if !ok {
 		return "", false
 	}
@@ -184,11 +184,26 @@ func factsFor(dst []facts, items []session.Item) []facts {
 // keyParts is a dedup key before it is joined: prefix + typ + ":" + id.
 type keyParts struct{ prefix, typ, id string }
 
-func (k keyParts) len() int { return len(k.prefix) + len(k.typ) + 1 + len(k.id) }
+// canonical returns k split at the first ':' after its prefix, so that two
+// keys are equal as parts exactly when they are joined: the prefixes end
+// in ':' and begin with different bytes, so only a type holding ':' can
+// split one joined key two ways.
+func (k keyParts) canonical() keyParts {
+	if i := strings.IndexByte(k.typ, ':'); i >= 0 {
+		return keyParts{k.prefix, k.typ[:i], k.typ[i+1:] + ":" + k.id}
+	}
+	return k
+}
+
+// hash is distinctKeys' hash of k: its id's, told apart from the other
+// keys of the id (a call's and its output's) by their lengths.
+func (k keyParts) hash() uint64 {
+	return maphash.String(keySeed, k.id) + uint64(len(k.prefix)<<8+len(k.typ))
+}
 
 // dedupeKeyParts is dedupeKey with the key left in parts, from it and its
 // facts f.
-func dedupeKeyParts(it session.Item, f facts) (keyParts, bool) {
+func dedupeKeyParts(it session.Item, f *facts) (keyParts, bool) {
 	typ := f.typ
 	if f.role || typ == "message" {
 		return keyParts{}, false
@@ -234,50 +249,24 @@ func dedupe(items []session.Item, fs []facts) ([]session.Item, []facts) {
 		f   facts
 		pos int
 	}
-	// The keys are joined into one string and sliced out of it: one
-	// allocation for all of them. A turn's batch is small: its parts and
-	// keys fit in arrays on the stack.
-	var partsBuf [32]keyParts
-	var keysBuf [32]string
-	parts, keys := partsBuf[:0], keysBuf[:0]
-	if len(items) > len(partsBuf) {
-		parts, keys = make([]keyParts, 0, len(items)), make([]string, 0, len(items))
+	// The keys stay in parts, never joined. A turn's batch is small: its
+	// keys fit in an array on the stack.
+	var keysBuf [32]keyParts
+	keys := keysBuf[:0]
+	if len(items) > len(keysBuf) {
+		keys = make([]keyParts, 0, len(items))
 	}
-	size := 0
 	for i, it := range items {
-		k, ok := dedupeKeyParts(it, fs[i])
-		if ok {
-			size += k.len()
-		}
-		parts = append(parts, k)
-	}
-	var all strings.Builder
-	all.Grow(size)
-	for _, k := range parts {
-		if k.prefix != "" {
-			all.WriteString(k.prefix)
-			all.WriteString(k.typ)
-			all.WriteByte(':')
-			all.WriteString(k.id)
-		}
-	}
-	joined := all.String()
-	at := 0
-	for _, k := range parts { // "" for an unkeyed item (no key is empty)
-		n := 0
-		if k.prefix != "" {
-			n = k.len()
-		}
-		keys = append(keys, joined[at:at+n])
-		at += n
+		k, _ := dedupeKeyParts(it, &fs[i]) // the zero key for an unkeyed item
+		keys = append(keys, k.canonical())
 	}
 	if distinctKeys(keys) {
 		return items, fs // nothing to drop or move
 	}
-	byKey := make(map[string]kept, len(items))
+	byKey := make(map[keyParts]kept, len(items))
 	for i, it := range items {
 		k := keys[i]
-		if k == "" {
+		if k == (keyParts{}) {
 			continue
 		}
 		e, seen := byKey[k]
@@ -290,7 +279,7 @@ func dedupe(items []session.Item, fs []facts) ([]session.Item, []facts) {
 	out := make([]session.Item, 0, len(items))
 	outFacts := make([]facts, 0, len(items))
 	for i, it := range items {
-		if keys[i] == "" {
+		if keys[i] == (keyParts{}) {
 			out, outFacts = append(out, it), append(outFacts, fs[i])
 		} else if e := byKey[keys[i]]; e.pos == i {
 			out, outFacts = append(out, e.it), append(outFacts, e.f)
@@ -299,26 +288,29 @@ func dedupe(items []session.Item, fs []facts) ([]session.Item, []facts) {
 	return out, outFacts
 }
 
-// distinctKeys reports whether no two non-empty keys are equal. A turn's
-// keys go into an open-addressed table on the stack, at most half full;
-// more than 32 are sorted.
-func distinctKeys(keys []string) bool {
+// distinctKeys reports whether no two non-zero keys, all canonical, are
+// equal. A turn's keys go into an open-addressed table on the stack, at
+// most half full; more than 32 go into a map.
+func distinctKeys(keys []keyParts) bool {
 	if len(keys) > 32 {
-		sorted := slices.Clone(keys)
-		slices.Sort(sorted)
-		for i := 1; i < len(sorted); i++ {
-			if sorted[i] != "" && sorted[i] == sorted[i-1] {
+		seen := make(map[keyParts]bool, len(keys))
+		for _, k := range keys {
+			if k == (keyParts{}) {
+				continue
+			}
+			if seen[k] {
 				return false
 			}
+			seen[k] = true
 		}
 		return true
 	}
 	var table [64]uint8 // 1 + the index of the key in each slot, 0: empty
 	for i, k := range keys {
-		if k == "" {
+		if k == (keyParts{}) {
 			continue
 		}
-		for j := maphash.String(keySeed, k) & 63; ; j = (j + 1) & 63 {
+		for j := k.hash() & 63; ; j = (j + 1) & 63 {
 			e := table[j]
 			if e == 0 {
 				table[j] = uint8(i + 1)

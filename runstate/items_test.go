@@ -155,7 +155,9 @@ func TestSaveCountsAndSlicing(t *testing.T) {
 func TestDedupeAgainstReference(t *testing.T) {
 	pool := items(call("c1"), call("c2"), output("c1"), output("c2"), reasoning("rs_1"), reasoning(""),
 		assistant("a"), session.MustItem(`{"type":"function_call","call_id":"c1","name":"later"}`),
-		session.MustItem(`{"type":"function_call_output","call_id":"c2","output":"later"}`))
+		session.MustItem(`{"type":"function_call_output","call_id":"c2","output":"later"}`),
+		// One key, "id:a:b:c", split two ways.
+		session.MustItem(`{"type":"a:b","id":"c"}`), session.MustItem(`{"type":"a","id":"b:c"}`))
 	for i := range 60 {
 		pool = append(pool, call(fmt.Sprintf("u%d", i)), output(fmt.Sprintf("u%d", i)))
 	}
@@ -167,9 +169,9 @@ func TestDedupeAgainstReference(t *testing.T) {
 		small := rng.IntN(2) == 0 // from the first items only: keys repeat
 		for i := range batch {
 			if small {
-				batch[i] = pool[rng.IntN(9)]
+				batch[i] = pool[rng.IntN(11)]
 			} else {
-				batch[i] = pool[9+rng.IntN(len(pool)-9)]
+				batch[i] = pool[11+rng.IntN(len(pool)-11)]
 			}
 		}
 		want := referenceDedupe(batch)
