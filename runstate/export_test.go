@@ -40,8 +40,8 @@ func Dedupe(items []session.Item) []session.Item {
 // passes read them, from its facts.
 func PairKeysOf(it session.Item) (call history.PairKey, isCall bool, answered history.PairKey, isAnswer bool) {
 	f := factsOf(it)
-	call, isCall = callKeyOf(it, f)
-	answered, isAnswer = answeredKeyOf(it, f)
+	call, isCall = callKeyOf(it, &f)
+	answered, isAnswer = answeredKeyOf(it, &f)
 	return call, isCall, answered, isAnswer
 }
 

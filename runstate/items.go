@@ -150,11 +150,12 @@ func dedupeKey(it session.Item) (key string, ok bool) {
 // answered-call check) read, each looked up once: a turn's items are read
 // by both.
 type facts struct {
-	typ    string
-	callID string // "call_id" of a call or output (table types), "" if not a string
-	role   bool   // a "role" member, looked up unless the type is "message"
-	call   bool   // typ is a call type of the call/output table
-	output bool   // typ is an output type of the call/output table
+	typ     string
+	callID  string // "call_id" of a call or output (table types), "" if not a string
+	answers string // the call type an output answers, "" unless output
+	role    bool   // a "role" member, looked up unless the type is "message"
+	call    bool   // typ is a call type of the call/output table
+	output  bool   // typ is an output type of the call/output table
 }
 
 // factsOf looks up the facts of it.
@@ -164,7 +165,7 @@ func factsOf(it session.Item) facts {
 		return f
 	}
 	if _, f.call = history.OutputTypeFor(f.typ); !f.call {
-		_, f.output = history.CallTypeFor(f.typ)
+		f.answers, f.output = history.CallTypeFor(f.typ)
 	}
 	f.role = it.HasField("role")
 	if f.call || f.output {

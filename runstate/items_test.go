@@ -186,6 +186,20 @@ func TestDedupeAgainstReference(t *testing.T) {
 	require.NotZero(t, repeated)
 }
 
+// TestAnsweredCheckReads: a save reads the session for the answered-call
+// check only when an output's call is not in the batch, before or after
+// the output.
+func TestAnsweredCheckReads(t *testing.T) {
+	s := newFake(t, "s1")
+	cp := fresh(runstate.StepRunAgain)
+	_, err := cp.Save(ctx, s, runstate.SaveArgs{NewItems: items(output("c2"), call("c1"), call("c2"), output("c1"))})
+	require.NoError(t, err)
+	assert.Zero(t, s.reads, "every output's call is in the batch")
+	_, err = cp.Save(ctx, s, runstate.SaveArgs{NewItems: items(call("c3"), output("c4"))})
+	require.NoError(t, err)
+	assert.Equal(t, 1, s.reads, "c4's call is not")
+}
+
 // TestItemFacts: the dedup key and the pairing keys the save's passes
 // take from an item's facts (each member looked up once) are those read
 // plainly from the item, on items that take each branch: calls and outputs

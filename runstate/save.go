@@ -420,18 +420,28 @@ func answeredIDs(lists ...[]session.Item) []string {
 // the members they record). It returns the tail it read (nil when it read
 // none), which a registered save reuses for its digests.
 func dropAnswered(ctx context.Context, s session.Session, batch []session.Item, fs []facts, readded []session.Item) ([]session.Item, *sessionTail, error) {
-	// A turn holds a few calls: a slice on the stack, searched in order.
+	// A turn holds a few calls and outputs: slices on the stack. An output
+	// most often answers a call just before it: its calls are searched back
+	// from there.
+	type output struct {
+		key   history.PairKey
+		calls int // how many calls come before it
+	}
 	var callsBuf [16]history.PairKey
-	calls := callsBuf[:0]
+	var outputsBuf [16]output
+	calls, outputs := callsBuf[:0], outputsBuf[:0]
 	for i, it := range batch {
-		if k, ok := callKeyOf(it, fs[i]); ok {
+		if k, ok := callKeyOf(it, &fs[i]); ok {
 			calls = append(calls, k)
+		}
+		if k, ok := answeredKeyOf(it, &fs[i]); ok {
+			outputs = append(outputs, output{k, len(calls)})
 		}
 	}
 	need := map[history.PairKey]bool{}
-	for i, it := range batch {
-		if k, ok := answeredKeyOf(it, fs[i]); ok && !slices.Contains(calls, k) {
-			need[k] = true
+	for _, o := range outputs {
+		if !hasCall(calls, o.key, o.calls) {
+			need[o.key] = true
 		}
 	}
 	if len(need) == 0 {
@@ -461,9 +471,20 @@ func dropAnswered(ctx context.Context, s session.Session, batch []session.Item, 
 	return kept, tail, nil
 }
 
+// hasCall reports whether calls holds k, searching back from
+// calls[before-1] first.
+func hasCall(calls []history.PairKey, k history.PairKey, before int) bool {
+	for i := before - 1; i >= 0; i-- {
+		if calls[i] == k {
+			return true
+		}
+	}
+	return slices.Contains(calls[before:], k)
+}
+
 // callKeyOf is history.CallKey(it), taken from its facts f where they
 // say it.
-func callKeyOf(it session.Item, f facts) (history.PairKey, bool) {
+func callKeyOf(it session.Item, f *facts) (history.PairKey, bool) {
 	switch {
 	case f.call:
 		return history.PairKey{Type: f.typ, ID: f.callID}, f.callID != ""
@@ -475,10 +496,9 @@ func callKeyOf(it session.Item, f facts) (history.PairKey, bool) {
 
 // answeredKeyOf is history.AnsweredKey(it), taken from its facts f where
 // they say it.
-func answeredKeyOf(it session.Item, f facts) (history.PairKey, bool) {
+func answeredKeyOf(it session.Item, f *facts) (history.PairKey, bool) {
 	if f.output && f.callID != "" {
-		c, _ := history.CallTypeFor(f.typ)
-		return history.PairKey{Type: c, ID: f.callID}, true
+		return history.PairKey{Type: f.answers, ID: f.callID}, true
 	}
 	if f.output || f.typ == history.TypeMCPApprovalResponse {
 		return history.AnsweredKey(it) // the rules for an output without call_id
