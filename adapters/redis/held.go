@@ -126,8 +126,8 @@ func (s *Session) mayHold(items []session.Item, version int64) bool {
 
 // commitHeld commits on the held connection, if there is one for name at
 // version. done reports that the outcome is known: the commit landed
-// (got), or it may have run (an error wrapping session.ErrOutcomeUnknown,
-// or an EXEC answer that cannot happen under the WATCH). Otherwise nothing
+// (got), or it may have run (an error wrapping session.ErrOutcomeUnknown).
+// Otherwise nothing
 // was written and the commit must take the usual way. The caller holds
 // s.hold.mu.
 func (s *Session) commitHeld(ctx context.Context, items []session.Item, name string, doc []byte, version int64) (got int64, done bool, err error) {
@@ -178,8 +178,10 @@ func (s *Session) commitHeld(ctx context.Context, items []session.Item, name str
 	}
 	for _, v := range exec.Val() {
 		if e, ok := v.(error); ok {
+			// Cannot happen under the WATCH; if it does, the commands
+			// before it ran.
 			s.release()
-			return 0, true, s.heldError(name, fmt.Errorf("held commit: EXEC answered %w", e))
+			return 0, true, s.heldError(name, &outcomeUnknown{fmt.Errorf("held commit: EXEC answered %w", e)})
 		}
 	}
 	s.st.heldCommits.Add(1)
