@@ -127,11 +127,10 @@ func (cp *Checkpoint) Save(ctx context.Context, s session.Session, args SaveArgs
 	}
 	var readErr error // the answered check could not read the session
 	kept, tail, err := dropAnswered(ctx, s, toSave, fs, readded)
-	var answered *AnsweredError
 	switch {
 	case err == nil:
 		toSave = kept
-	case errors.As(err, &answered) || !args.Register:
+	case errors.As(err, new(*AnsweredError)) || !args.Register:
 		return SaveResult{}, err
 	default:
 		readErr = err // registered below, so the failure leaves the batch recorded
@@ -438,14 +437,18 @@ func dropAnswered(ctx context.Context, s session.Session, batch []session.Item, 
 			outputs = append(outputs, output{k, len(calls)})
 		}
 	}
-	need := map[history.PairKey]bool{}
+	missing := outputs[:0] // the outputs whose calls are not in the batch
 	for _, o := range outputs {
 		if !hasCall(calls, o.key, o.calls) {
-			need[o.key] = true
+			missing = append(missing, o)
 		}
 	}
-	if len(need) == 0 {
+	if len(missing) == 0 {
 		return batch, nil, nil
+	}
+	need := make(map[history.PairKey]bool, len(missing))
+	for _, o := range missing {
+		need[o.key] = true
 	}
 	answered, tail, err := answeredInSession(ctx, s, need, len(batch)+1)
 	if err != nil || len(answered) == 0 {
