@@ -277,9 +277,14 @@
 // READONLY after a failover); the commit then takes the usual way, so a
 // conflict is still reported as one, with nothing written. A lost reply
 // is an error wrapping session.ErrOutcomeUnknown, as for every write.
-// One difference: a server restart within the second after a commit makes
-// the next commit's error ErrOutcomeUnknown, where a pooled connection
-// would have been found dead before anything was sent.
+// One difference: when the server closes the held connection within the
+// second after a commit (a restart, a failover that demotes it, CLIENT
+// KILL, a timeout setting under a second), the next commit's error is
+// ErrOutcomeUnknown, where a pooled connection would have been found dead
+// before anything was sent (a runstate.Run reads its checkpoint back after
+// such an error: a commit that landed is success, one that did not is
+// the error, and the turn may be saved again; Options.HeldConns -1 holds
+// none).
 //
 // The connection is closed, never put back in the pool with its WATCH,
 // after a second without a commit, when a commit brings another version
