@@ -421,3 +421,27 @@ func TestHeldCap(t *testing.T) {
 		_ = tc.client.Close()
 	}
 }
+
+// TestHeldConnectionKilled: when the server closes the held connection
+// (CLIENT KILL here; a restart or a failover alike), the next commit is
+// ErrOutcomeUnknown having written nothing, as documented, never a plain
+// error nor a resend; the commit after it takes the usual way.
+func TestHeldConnectionKilled(t *testing.T) {
+	ctx := context.Background()
+	c := standaloneClient(t)
+	st := newStore(t, c, Options{KeyPrefix: uniquePrefix(t)})
+	s, v := heldSession(t, st, "killed")
+	s.hold.mu.Lock()
+	id, err := s.hold.h.conn.ClientID(ctx).Result()
+	s.hold.mu.Unlock()
+	require.NoError(t, err)
+	require.NoError(t, c.ClientKillByFilter(ctx, "ID", strconv.FormatInt(id, 10)).Err())
+	before := dumpKeys(t, c, sessionAllKeys(s))
+	_, err = s.AppendWithCheckpoint(ctx, conformance.Numbered("late", 1), "run", []byte(`{"n":1}`), v)
+	require.ErrorIs(t, err, session.ErrOutcomeUnknown)
+	requireHeld(t, s, false)
+	require.Equal(t, before, dumpKeys(t, c, sessionAllKeys(s)), "the server never saw it")
+	got, err := s.AppendWithCheckpoint(ctx, conformance.Numbered("late", 1), "run", []byte(`{"n":1}`), v)
+	require.NoError(t, err)
+	require.Equal(t, v+1, got)
+}
