@@ -99,6 +99,10 @@ func (b ignoresVersion) DeleteCheckpoint(ctx context.Context, name string, _ int
 
 // handleCache checks versions against what this handle loaded and saved,
 // not against the store: two handles each believe they hold the latest.
+// Its load pauses before it returns, so that the other handle's saves
+// land between a load and its save under any scheduling (without the
+// pause, 1 run in 100 of the self-test under CPU contention had none, and
+// the flaw went unseen).
 type handleCache struct {
 	stdCkpt
 	mu   *sync.Mutex
@@ -111,6 +115,7 @@ func (b handleCache) LoadCheckpoint(ctx context.Context, name string) ([]byte, i
 		b.mu.Lock()
 		b.seen[name] = v
 		b.mu.Unlock()
+		time.Sleep(100 * time.Microsecond)
 	}
 	return doc, v, err
 }
