@@ -127,9 +127,8 @@ func (s *Session) mayHold(items []session.Item, version int64) bool {
 // commitHeld commits on the held connection, if there is one for name at
 // version. done reports that the outcome is known: the commit landed
 // (got), or it may have run (an error wrapping session.ErrOutcomeUnknown).
-// Otherwise nothing
-// was written and the commit must take the usual way. The caller holds
-// s.hold.mu.
+// Otherwise nothing was written and the commit must take the usual way.
+// The caller holds s.hold.mu.
 func (s *Session) commitHeld(ctx context.Context, items []session.Item, name string, doc []byte, version int64) (got int64, done bool, err error) {
 	h := s.hold.h
 	if h == nil {
