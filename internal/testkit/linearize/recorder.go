@@ -203,6 +203,18 @@ func Record(ctx context.Context, s session.Session, cfg Config) History {
 	return out
 }
 
+// batch returns 1 to 3 new items of the client, and their IDs.
+func (cl *client) batch(rng *rand.Rand) ([]ID, []session.Item) {
+	n := 1 + rng.IntN(3)
+	ids, items := make([]ID, n), make([]session.Item, n)
+	for i := range n {
+		ids[i] = MakeID(cl.id, cl.seq)
+		items[i] = ids[i].Item()
+		cl.seq++
+	}
+	return ids, items
+}
+
 func (cl *client) run(ctx context.Context, s session.Session, rng *rand.Rand, once *onceOps, kind Kind, timeout time.Duration) Op {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -216,15 +228,8 @@ func (cl *client) run(ctx context.Context, s session.Session, rng *rand.Rand, on
 	}
 	switch kind {
 	case AddItems:
-		n := 1 + rng.IntN(3)
-		op.Input = Input{Kind: AddItems, Batch: make([]ID, n)}
-		items := make([]session.Item, n)
-		for i := range n {
-			id := MakeID(cl.id, cl.seq)
-			cl.seq++
-			op.Input.Batch[i] = id
-			items[i] = id.Item()
-		}
+		batch, items := cl.batch(rng)
+		op.Input = Input{Kind: AddItems, Batch: batch}
 		op.Call = Now()
 		err = session.Append(ctx, s, items)
 	case Follow:
@@ -266,16 +271,10 @@ func (cl *client) run(ctx context.Context, s session.Session, rng *rand.Rand, on
 			cl.retry = n
 		}
 	case Commit:
-		n := 1 + rng.IntN(3)
-		op.Input = Input{Kind: Commit, Batch: make([]ID, n), Version: cl.version, Doc: MakeID(cl.id, cl.seq)}
+		doc := MakeID(cl.id, cl.seq)
 		cl.seq++
-		items := make([]session.Item, n)
-		for i := range n {
-			id := MakeID(cl.id, cl.seq)
-			cl.seq++
-			op.Input.Batch[i] = id
-			items[i] = id.Item()
-		}
+		batch, items := cl.batch(rng)
+		op.Input = Input{Kind: Commit, Batch: batch, Version: cl.version, Doc: doc}
 		op.Call = Now()
 		var v int64
 		v, err = cl.ck.AppendWithCheckpoint(ctx, items, CheckpointName, op.Input.Doc.Doc(), cl.version)
