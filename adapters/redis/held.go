@@ -162,9 +162,11 @@ func (s *Session) commitHeld(ctx context.Context, items []session.Item, name str
 	})
 	switch err := exec.Err(); {
 	case multi.Err() != nil && !notSent(multi.Err()):
-		// Without MULTI's OK the commands may have run one by one.
+		// Without MULTI's OK the commands may have run one by one, even
+		// when the server refused the MULTI itself (an ACL that denies
+		// it): unknown, never a plain error.
 		s.release()
-		return 0, true, s.heldError(name, sent(multi.Err()))
+		return 0, true, s.heldError(name, &outcomeUnknown{multi.Err()})
 	case err == goredis.Nil, answered(err), notSent(err):
 		// A watched key changed (EXEC answered nil), the server refused
 		// the transaction (EXECABORT: a command was refused when queued,
