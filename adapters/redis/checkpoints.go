@@ -182,7 +182,7 @@ func (s *Session) commitFenced(ctx context.Context, p processor, items []session
 		_ = tx.Process(ctx, once{fence})
 		return nil
 	})
-	if err != nil && !answered(err) {
+	if err = txSent(err, push, fence); err != nil && (!answered(err) || errors.Is(err, session.ErrOutcomeUnknown)) {
 		return nil, err
 	}
 	if perr := push.Err(); perr != nil {

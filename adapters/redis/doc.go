@@ -365,8 +365,10 @@
 // error means it did not: nothing was sent (the client was closed, no
 // connection could be had from the pool or dialled) or the server
 // answered with an error (WRONGTYPE, OOM, NOSCRIPT, READONLY, a script's
-// own error: each script fails, if at all, before its first write). When
-// in doubt it is ErrOutcomeUnknown. This holds for AddItems,
+// own error: each script fails, if at all, before its first write), except
+// an error answering a transaction's MULTI (an ACL that denies MULTI but
+// not the commands after it, which then run one by one): that is
+// ErrOutcomeUnknown. When in doubt it is ErrOutcomeUnknown. This holds for AddItems,
 // AddItemsOnce (calling again with the same id says which), PopItem,
 // Clear, ReplaceItems, ReplaceItemsIf, SaveCheckpoint,
 // AppendWithCheckpoint, DeleteCheckpoint, Touch, RemoveSession,

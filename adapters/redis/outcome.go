@@ -2,6 +2,7 @@ package redis
 
 import (
 	"errors"
+	"fmt"
 	"net"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -37,6 +38,11 @@ func (e *outcomeUnknown) Unwrap() []error { return []error{session.ErrOutcomeUnk
 //     once nothing after it can fail (see scripts.go), so a script that
 //     failed wrote nothing, and a refused command ran nothing.
 //
+// A transaction (MULTI ... EXEC) is the exception: go-redis reports the
+// server's refusal of the MULTI itself (an ACL that denies it) as that
+// error reply, though the commands after it then ran one by one. Its
+// writes pass their error through txSent first.
+//
 // Anything else happened after the command may have been written, or
 // cannot be told apart from that: the connection closed or reset while
 // the reply was awaited (io.EOF, ECONNRESET), a read timeout, a write
@@ -48,6 +54,26 @@ func sent(err error) error {
 		return err
 	}
 	return &outcomeUnknown{err}
+}
+
+// txSent is sent's first step for err, the error of a transaction of
+// cmds run through go-redis's TxPipelined: a MULTI the server refused is
+// an outcomeUnknown. go-redis stamps that refusal onto every queued
+// command, so it is told by every command holding err; an EXECABORT
+// (a command refused when queued: nothing ran) and errors inside EXEC's
+// reply are left as they are. (Commands that all failed inside EXEC with
+// equal error values are taken for a refused MULTI too: unknown is never
+// a wrong answer.)
+func txSent(err error, cmds ...goredis.Cmder) error {
+	if err == nil || !answered(err) || goredis.IsExecAbortError(err) {
+		return err
+	}
+	for _, c := range cmds {
+		if !errors.Is(c.Err(), err) {
+			return err
+		}
+	}
+	return &outcomeUnknown{fmt.Errorf("MULTI refused, the commands may have run one by one: %w", err)}
 }
 
 // notSent reports whether err says that go-redis sent nothing.

@@ -269,7 +269,7 @@ func (s *Session) pushArgs(verb string, items []session.Item) []any {
 // new length, 0 when the list did not exist (nothing was pushed).
 func (s *Session) pushxExpire(ctx context.Context, p processor, items []session.Item) (int64, error) {
 	push := s.pushCmd(ctx, "rpushx", items)
-	_, err := p.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+	cmds, err := p.TxPipelined(ctx, func(p goredis.Pipeliner) error {
 		_ = p.Process(ctx, onceInt{push})
 		for _, k := range s.all {
 			cmd := goredis.NewBoolCmd(ctx, "pexpire", k, s.st.ttlMS)
@@ -278,6 +278,9 @@ func (s *Session) pushxExpire(ctx context.Context, p processor, items []session.
 		}
 		return nil
 	})
+	if err := txSent(err, cmds...); errors.Is(err, session.ErrOutcomeUnknown) {
+		return 0, err
+	}
 	if perr := push.Err(); perr != nil {
 		return 0, perr
 	}

@@ -151,7 +151,7 @@ func (st *Store) RemoveSession(ctx context.Context, id string) error {
 			_, err = tx.TxPipelined(wctx, func(p goredis.Pipeliner) error {
 				return p.Process(wctx, onceInt{del})
 			})
-			return err
+			return txSent(err, del)
 		}, s.pops)
 		switch {
 		case errors.Is(err, goredis.TxFailedErr):
