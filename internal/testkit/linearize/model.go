@@ -40,10 +40,21 @@ const (
 	// LoadCheckpoint reads the checkpoint CheckpointName
 	// (session.CheckpointStore's LoadCheckpoint).
 	LoadCheckpoint
+	// SaveCheckpoint saves the checkpoint CheckpointName iff its stored
+	// version is the one given (session.AnyVersion: whatever it is), else
+	// conflicts and writes nothing (session.CheckpointStore's
+	// SaveCheckpoint).
+	SaveCheckpoint
+	// DeleteCheckpoint removes the checkpoint CheckpointName iff its
+	// stored version is the one given (session.AnyVersion: whatever it
+	// is; 0: none, and then it removes nothing), else conflicts
+	// (session.CheckpointStore's DeleteCheckpoint).
+	DeleteCheckpoint
 )
 
 var kindNames = [...]string{AddItems: "AddItems", Items: "Items", Latest: "Latest", PopItem: "PopItem", Clear: "Clear",
-	Follow: "Follow", AppendOnce: "AppendOnce", Commit: "Commit", LoadCheckpoint: "LoadCheckpoint"}
+	Follow: "Follow", AppendOnce: "AppendOnce", Commit: "Commit", LoadCheckpoint: "LoadCheckpoint",
+	SaveCheckpoint: "SaveCheckpoint", DeleteCheckpoint: "DeleteCheckpoint"}
 
 // String returns the operation's name.
 func (k Kind) String() string {
@@ -136,8 +147,8 @@ func OnceBatch(op int) []ID {
 // OnceOpID returns the operation id (session.AppendOnce's opID) of op.
 func OnceOpID(op int) string { return "op" + strconv.Itoa(op) }
 
-// CheckpointName is the name of the one checkpoint that Commit saves and
-// LoadCheckpoint reads.
+// CheckpointName is the name of the one checkpoint that Commit and
+// SaveCheckpoint save, DeleteCheckpoint removes and LoadCheckpoint reads.
 const CheckpointName = "run"
 
 // Doc returns the checkpoint document whose content is id.
@@ -174,8 +185,10 @@ type Input struct {
 	Seen []ID `json:"s,omitempty"`
 	// Op is AppendOnce's operation (OnceOpID, OnceBatch).
 	Op int `json:"op,omitempty"`
-	// Version is the checkpoint version Commit expects stored (0: none),
-	// and Doc the document it saves (ID.Doc).
+	// Version is the checkpoint version Commit, SaveCheckpoint and
+	// DeleteCheckpoint expect stored (0: none; session.AnyVersion, for
+	// SaveCheckpoint and DeleteCheckpoint: whatever is), and Doc the
+	// document Commit and SaveCheckpoint save (ID.Doc).
 	Version int64 `json:"v,omitempty"`
 	Doc     ID    `json:"d,omitempty"`
 }
@@ -189,14 +202,15 @@ type Output struct {
 	// Items are what Items, Latest and Follow returned.
 	Items []ID `json:"i,omitempty"`
 	// Popped and OK are what PopItem returned; OK is also AppendOnce's
-	// result (true: this call appended), Commit's (true: it committed;
-	// false: session.ErrCheckpointConflict) and LoadCheckpoint's (true: it
-	// found the checkpoint; false: session.ErrNoCheckpoint).
+	// result (true: this call appended), Commit's, SaveCheckpoint's and
+	// DeleteCheckpoint's (true: it succeeded; false:
+	// session.ErrCheckpointConflict) and LoadCheckpoint's (true: it found
+	// the checkpoint; false: session.ErrNoCheckpoint).
 	Popped ID   `json:"p,omitempty"`
 	OK     bool `json:"ok,omitempty"`
-	// Version is the version a Commit that committed returned, or that
-	// LoadCheckpoint found, and Doc the document LoadCheckpoint found
-	// (ParseDoc).
+	// Version is the version a Commit or SaveCheckpoint that succeeded
+	// returned, or that LoadCheckpoint found, and Doc the document
+	// LoadCheckpoint found (ParseDoc).
 	Version int64 `json:"v,omitempty"`
 	Doc     ID    `json:"d,omitempty"`
 	// Lost is set for a Follow that returned session.ErrCursorLost.
@@ -210,14 +224,130 @@ type Output struct {
 // operations AppendOnce carried out, sorted (they outlive Clear and
 // PopItem: session.OnceAppender's documentation, "an operation that
 // happened stays happened"; docs/semantics.md §2.1 keeps Redis's in a hash
-// that Clear keeps), and the checkpoint CheckpointName: its version (0:
-// none) and document (Clear keeps it too: session.CheckpointStore). It is
-// never modified once made; Step returns new states.
+// that Clear keeps), and the checkpoint CheckpointName (Clear and PopItem
+// keep it too: session.CheckpointStore).
+//
+// The checkpoint is its version (0: none) and document. A save advances
+// the version by one; the first creation is at version 1. After a delete,
+// session.CheckpointStore promises a creation a version of at least 1 and
+// no more: the SQL, memory and Redis stores start again at 1, while the
+// Mongo store, which deletes by saving a tombstone as the next version,
+// creates at the deleted version plus 2 (conformance's
+// clauseCheckpointCRUD checks only "at least 1"). So removed records that
+// a delete removed the checkpoint, after which a creation may return any
+// version of at least 1; one whose outcome is unknown leaves the version
+// unknown (unknownVersion) until a load or a save that succeeds shows it.
+// not holds, sorted, the versions that it cannot be meanwhile (those that
+// conflicted, and 1 after a save at session.AnyVersion).
+//
+// A state is never modified once made; Step returns new states.
 type state struct {
 	items   []ID
 	ops     []int
 	version int64
 	doc     ID
+	removed bool
+	not     []int64
+}
+
+// unknownVersion is the version of a checkpoint that is there, at a
+// version of at least 1 that no operation has shown yet (see state).
+const unknownVersion int64 = -2
+
+// match is whether the stored checkpoint is at the version an operation
+// names: no, yes, or maybe (its version is unknown).
+type match uint8
+
+const (
+	noMatch match = iota
+	isMatch
+	maybeMatch
+)
+
+// match reports whether the stored checkpoint is at version v
+// (session.AnyVersion matches whatever is stored).
+func (s state) match(v int64) match {
+	switch {
+	case v == session.AnyVersion:
+		return isMatch
+	case s.version != unknownVersion:
+		if s.version == v {
+			return isMatch
+		}
+		return noMatch
+	case v < 1 || slices.Contains(s.not, v):
+		return noMatch
+	}
+	return maybeMatch
+}
+
+// checkpointWrite steps a Commit, SaveCheckpoint or DeleteCheckpoint: one
+// at the stored version (or session.AnyVersion) succeeds (a commit appends
+// its batch), any other conflicts and writes nothing; one that failed may
+// have succeeded, but only where it would have. A success after which the
+// version is unknown must say what it is (the output of a Commit or
+// SaveCheckpoint), and may not say a version the state rules out.
+func checkpointWrite(s state, i Input, o Output) (bool, state) {
+	m := s.match(i.Version)
+	if m == noMatch {
+		// A conflict writes nothing, whether or not it was reported.
+		return o.Unknown || !o.OK, s
+	}
+	if !o.Unknown && !o.OK {
+		if m == isMatch {
+			return false, s
+		}
+		// It conflicted: the unknown version is not the one it named.
+		next := s
+		at, _ := slices.BinarySearch(s.not, i.Version)
+		next.not = slices.Insert(slices.Clone(s.not), at, i.Version)
+		return true, next
+	}
+	// It succeeded, or may have: it takes effect here (and a failed one
+	// that did not is linearized after everything else, to no effect).
+	next := s
+	if i.Kind == DeleteCheckpoint {
+		if s.version == 0 {
+			return true, s // nothing to delete
+		}
+		next.version, next.doc, next.removed, next.not = 0, 0, true, nil
+		return true, next
+	}
+	if i.Kind == Commit {
+		next = s.appended(i.Batch)
+	}
+	next.doc, next.not = i.Doc, nil
+	switch {
+	case m == maybeMatch:
+		// The unknown version was the one it named.
+		next.version = i.Version + 1
+	case s.version > 0:
+		next.version = s.version + 1
+	case s.version == 0 && !s.removed:
+		next.version = 1
+	case s.version == 0:
+		next.version = unknownVersion // created again after a delete
+	default:
+		// At session.AnyVersion over an unknown version: the one after
+		// it, which is not 1 and not one after a version ruled out.
+		next.version = unknownVersion
+		next.not = make([]int64, 0, len(s.not)+1)
+		next.not = append(next.not, 1)
+		for _, v := range s.not {
+			next.not = append(next.not, v+1)
+		}
+	}
+	if o.Unknown {
+		return true, next
+	}
+	if next.version == unknownVersion {
+		if o.Version < 1 || slices.Contains(next.not, o.Version) {
+			return false, s
+		}
+		next.version, next.not = o.Version, nil
+		return true, next
+	}
+	return o.Version == next.version, next
 }
 
 // with returns s with items instead of its own.
@@ -291,23 +421,22 @@ func step(st, in, out any) (bool, any) {
 		next := s.appended(i.Batch)
 		next.ops = slices.Insert(slices.Clone(s.ops), at, i.Op)
 		return true, next
-	case Commit:
-		if s.version != i.Version {
-			// A conflict writes nothing, whether or not it was reported.
-			return o.Unknown || !o.OK, s
-		}
-		if !o.Unknown && (!o.OK || o.Version != s.version+1) {
-			return false, s
-		}
-		next := s.appended(i.Batch)
-		next.version, next.doc = s.version+1, i.Doc
-		return true, next
+	case Commit, SaveCheckpoint, DeleteCheckpoint:
+		return checkpointWrite(s, i, o)
 	case LoadCheckpoint:
-		if o.Unknown {
+		switch {
+		case o.Unknown:
 			return false, s
-		}
-		if s.version == 0 {
+		case s.version == 0:
 			return !o.OK, s
+		case s.version == unknownVersion:
+			// The load shows the version.
+			if !o.OK || o.Doc != s.doc || o.Version < 1 || slices.Contains(s.not, o.Version) {
+				return false, s
+			}
+			next := s
+			next.version, next.not = o.Version, nil
+			return true, next
 		}
 		return o.OK && o.Version == s.version && o.Doc == s.doc, s
 	}
@@ -333,6 +462,12 @@ func hashState(st any) uint64 {
 	}
 	put(uint64(s.version))
 	put(uint64(s.doc))
+	if s.removed {
+		put(1)
+	}
+	for _, v := range s.not {
+		put(uint64(v))
+	}
 	return h.Sum64()
 }
 
@@ -347,6 +482,15 @@ func describeIDs(ids []ID) string {
 	}
 	b.WriteByte(']')
 	return b.String()
+}
+
+// describeVersion renders a version an operation names: "v3", or "any"
+// for session.AnyVersion.
+func describeVersion(v int64) string {
+	if v == session.AnyVersion {
+		return "any"
+	}
+	return "v" + strconv.FormatInt(v, 10)
 }
 
 // Describe renders an operation as "Kind(args) -> result".
@@ -365,7 +509,11 @@ func Describe(in Input, out Output) string {
 	case AppendOnce:
 		call = "AppendOnce(" + OnceOpID(in.Op) + ", " + describeIDs(in.Batch) + ")"
 	case Commit:
-		call = "Commit(" + describeIDs(in.Batch) + ", doc " + in.Doc.String() + ", at v" + strconv.FormatInt(in.Version, 10) + ")"
+		call = "Commit(" + describeIDs(in.Batch) + ", doc " + in.Doc.String() + ", at " + describeVersion(in.Version) + ")"
+	case SaveCheckpoint:
+		call = "SaveCheckpoint(doc " + in.Doc.String() + ", at " + describeVersion(in.Version) + ")"
+	case DeleteCheckpoint:
+		call = "DeleteCheckpoint(at " + describeVersion(in.Version) + ")"
 	default:
 		call = in.Kind.String() + "()"
 	}
@@ -393,11 +541,16 @@ func Describe(in Input, out Output) string {
 			return call + " -> empty"
 		}
 		return call + " -> " + out.Popped.String()
-	case Commit:
+	case Commit, SaveCheckpoint:
 		if !out.OK {
 			return call + " -> conflict"
 		}
 		return call + " -> v" + strconv.FormatInt(out.Version, 10)
+	case DeleteCheckpoint:
+		if !out.OK {
+			return call + " -> conflict"
+		}
+		return call + " -> ok"
 	case LoadCheckpoint:
 		if !out.OK {
 			return call + " -> none"
@@ -413,7 +566,8 @@ var Model = porcupine.Model{
 	Step: step,
 	Equal: func(a, b any) bool {
 		x, y := a.(state), b.(state)
-		return slices.Equal(x.items, y.items) && slices.Equal(x.ops, y.ops) && x.version == y.version && x.doc == y.doc
+		return slices.Equal(x.items, y.items) && slices.Equal(x.ops, y.ops) && x.version == y.version && x.doc == y.doc &&
+			x.removed == y.removed && slices.Equal(x.not, y.not)
 	},
 	Hash: hashState,
 	DescribeOperation: func(in, out any) string {
@@ -434,8 +588,19 @@ var Model = porcupine.Model{
 			}
 			d += " done: " + strings.Join(ops, " ")
 		}
-		if s.version > 0 {
+		switch {
+		case s.version > 0:
 			d += " checkpoint: v" + strconv.FormatInt(s.version, 10) + " doc " + s.doc.String()
+		case s.version == unknownVersion:
+			d += " checkpoint: v? doc " + s.doc.String()
+			for k, v := range s.not {
+				if k == 0 {
+					d += " not"
+				}
+				d += " v" + strconv.FormatInt(v, 10)
+			}
+		case s.removed:
+			d += " checkpoint: deleted"
 		}
 		return d
 	},

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/agentsessions/sessions/session"
 )
 
 // op builds an operation for the model's own tests; ret == Never marks a
@@ -516,6 +518,255 @@ func TestModelCheckpoint(t *testing.T) {
 		{"a failed commit landed before its call", []porcupine.Operation{
 			op(2, 0, 1, loadInput, loaded(1, d1)),
 			op(1, 2, Never, commit(0, d1, a1), Output{}),
+		}, porcupine.Illegal},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := check(c.ops...); got != c.want {
+				t.Fatalf("Check = %v, want %v\n%s", got, c.want, Explain(c.ops))
+			}
+		})
+	}
+}
+
+// save is a SaveCheckpoint of the document d at version.
+func save(version int64, d ID) Input { return Input{Kind: SaveCheckpoint, Version: version, Doc: d} }
+
+// del is a DeleteCheckpoint at version.
+func del(version int64) Input { return Input{Kind: DeleteCheckpoint, Version: version} }
+
+var deleted = Output{OK: true}
+
+// TestModelSaveDelete: a save or delete at the stored version, or at
+// session.AnyVersion, succeeds, and any other conflicts and writes nothing
+// (session.CheckpointStore); a delete of no checkpoint succeeds at version
+// 0 and AnyVersion; a save after a delete creates the checkpoint at a
+// version of at least 1, any (conformance's clauseCheckpointCRUD: the SQL
+// stores start again at 1, Mongo's continues past its tombstone).
+func TestModelSaveDelete(t *testing.T) {
+	items := Input{Kind: Items}
+	d1, d2, d3 := MakeID(1, 100), MakeID(2, 100), MakeID(3, 100)
+	cases := []struct {
+		name string
+		ops  []porcupine.Operation
+		want porcupine.CheckResult
+	}{
+		{"sequential", []porcupine.Operation{
+			op(1, 0, 1, save(0, d1), committed(1)),
+			op(2, 2, 3, save(1, d2), committed(2)),
+			op(1, 4, 5, loadInput, loaded(2, d2)),
+			op(1, 6, 7, del(2), deleted),
+			op(2, 8, 9, loadInput, none),
+			op(2, 10, 11, del(0), deleted),
+			op(2, 12, 13, del(session.AnyVersion), deleted),
+		}, porcupine.Ok},
+		{"saves and commits share the version", []porcupine.Operation{
+			op(1, 0, 1, commit(0, d1, a1), committed(1)),
+			op(2, 2, 3, save(1, d2), committed(2)),
+			op(1, 4, 5, commit(1, d3, a2), conflict),
+			op(1, 6, 7, commit(2, d3, a2), committed(3)),
+			op(2, 8, 9, items, read(a1, a2)),
+		}, porcupine.Ok},
+		{"a stale save lands", []porcupine.Operation{
+			op(1, 0, 1, save(0, d1), committed(1)),
+			op(2, 2, 3, save(0, d2), committed(2)),
+		}, porcupine.Illegal},
+		{"a stale save's document saved", []porcupine.Operation{
+			op(1, 0, 1, save(0, d1), committed(1)),
+			op(2, 2, 3, save(0, d2), conflict),
+			op(1, 4, 5, loadInput, loaded(1, d2)),
+		}, porcupine.Illegal},
+		{"a save at the stored version conflicts", []porcupine.Operation{
+			op(1, 0, 1, save(0, d1), committed(1)),
+			op(2, 2, 3, save(1, d2), conflict),
+		}, porcupine.Illegal},
+		{"a save at AnyVersion overwrites and advances", []porcupine.Operation{
+			op(1, 0, 1, save(0, d1), committed(1)),
+			op(2, 2, 3, save(session.AnyVersion, d2), committed(2)),
+			op(1, 4, 5, save(1, d3), conflict),
+			op(1, 6, 7, loadInput, loaded(2, d2)),
+		}, porcupine.Ok},
+		{"a save at AnyVersion conflicts", []porcupine.Operation{
+			op(1, 0, 1, save(0, d1), committed(1)),
+			op(2, 2, 3, save(session.AnyVersion, d2), conflict),
+		}, porcupine.Illegal},
+		{"a save at AnyVersion does not advance by one", []porcupine.Operation{
+			op(1, 0, 1, save(0, d1), committed(1)),
+			op(2, 2, 3, save(session.AnyVersion, d2), committed(5)),
+		}, porcupine.Illegal},
+		{"a first creation not at version 1", []porcupine.Operation{
+			op(1, 0, 1, save(0, d1), committed(3)),
+		}, porcupine.Illegal},
+		{"a stale delete removes", []porcupine.Operation{
+			op(1, 0, 1, save(0, d1), committed(1)),
+			op(2, 2, 3, save(1, d2), committed(2)),
+			op(1, 4, 5, del(1), deleted),
+		}, porcupine.Illegal},
+		{"a stale delete conflicts and keeps the checkpoint", []porcupine.Operation{
+			op(1, 0, 1, save(0, d1), committed(1)),
+			op(2, 2, 3, save(1, d2), committed(2)),
+			op(1, 4, 5, del(1), conflict),
+			op(1, 6, 7, loadInput, loaded(2, d2)),
+		}, porcupine.Ok},
+		{"a conflicting delete removed", []porcupine.Operation{
+			op(1, 0, 1, save(0, d1), committed(1)),
+			op(2, 2, 3, del(0), conflict),
+			op(2, 4, 5, del(3), conflict),
+			op(1, 6, 7, loadInput, none),
+		}, porcupine.Illegal},
+		{"a delete at version 0 of a checkpoint that is there", []porcupine.Operation{
+			op(1, 0, 1, save(0, d1), committed(1)),
+			op(2, 2, 3, del(0), deleted),
+		}, porcupine.Illegal},
+		{"a delete of none at version 0 or AnyVersion conflicts", []porcupine.Operation{
+			op(1, 0, 1, del(session.AnyVersion), conflict),
+		}, porcupine.Illegal},
+		{"a delete of none at another version succeeds", []porcupine.Operation{
+			op(1, 0, 1, del(1), deleted),
+		}, porcupine.Illegal},
+		{"a delete at AnyVersion removes whatever is there", []porcupine.Operation{
+			op(1, 0, 1, save(0, d1), committed(1)),
+			op(1, 2, 3, save(1, d2), committed(2)),
+			op(2, 4, 5, del(session.AnyVersion), deleted),
+			op(1, 6, 7, loadInput, none),
+			op(1, 8, 9, save(2, d3), conflict),
+		}, porcupine.Ok},
+		{"created again after a delete, at any version", []porcupine.Operation{
+			op(1, 0, 1, save(0, d1), committed(1)),
+			op(1, 2, 3, del(1), deleted),
+			op(2, 4, 5, save(0, d2), committed(3)),
+			op(1, 6, 7, loadInput, loaded(3, d2)),
+			op(1, 8, 9, commit(3, d3, a1), committed(4)),
+		}, porcupine.Ok},
+		{"created again after a delete at 1", []porcupine.Operation{
+			op(1, 0, 1, save(0, d1), committed(1)),
+			op(1, 2, 3, del(1), deleted),
+			op(2, 4, 5, save(session.AnyVersion, d2), committed(1)),
+			op(1, 6, 7, save(1, d3), committed(2)),
+		}, porcupine.Ok},
+		{"created again after a delete, loaded at another version", []porcupine.Operation{
+			op(1, 0, 1, save(0, d1), committed(1)),
+			op(1, 2, 3, del(1), deleted),
+			op(2, 4, 5, save(0, d2), committed(3)),
+			op(1, 6, 7, loadInput, loaded(1, d2)),
+		}, porcupine.Illegal},
+		{"a delete of the created-again checkpoint at its version", []porcupine.Operation{
+			op(1, 0, 1, save(0, d1), committed(1)),
+			op(1, 2, 3, del(1), deleted),
+			op(2, 4, 5, save(0, d2), committed(3)),
+			op(1, 6, 7, del(1), deleted),
+		}, porcupine.Illegal},
+		{"a failed save landed late", []porcupine.Operation{
+			op(1, 0, Never, save(0, d1), Output{}),
+			op(2, 2, 3, loadInput, none),
+			op(2, 4, 5, loadInput, loaded(1, d1)),
+		}, porcupine.Ok},
+		{"a failed save at another version landed", []porcupine.Operation{
+			op(1, 0, 1, save(0, d1), committed(1)),
+			op(1, 2, Never, save(3, d2), Output{}),
+			op(2, 4, 5, loadInput, loaded(4, d2)),
+		}, porcupine.Illegal},
+		{"a failed delete at another version removed", []porcupine.Operation{
+			op(1, 0, 1, save(0, d1), committed(1)),
+			op(1, 2, Never, del(3), Output{}),
+			op(2, 4, 5, loadInput, none),
+		}, porcupine.Illegal},
+		{"a failed delete removed, or did not", []porcupine.Operation{
+			op(1, 0, 1, save(0, d1), committed(1)),
+			op(1, 2, Never, del(1), Output{}),
+			op(2, 4, 5, loadInput, loaded(1, d1)),
+			op(2, 6, 7, loadInput, none),
+		}, porcupine.Ok},
+		{"a failed delete at AnyVersion", []porcupine.Operation{
+			op(1, 0, 1, save(0, d1), committed(1)),
+			op(1, 2, Never, del(session.AnyVersion), Output{}),
+			op(2, 4, 5, save(1, d2), committed(2)),
+			op(2, 6, 7, loadInput, none),
+		}, porcupine.Ok},
+		{"a failed creation after a delete: its version shows in a load", []porcupine.Operation{
+			op(1, 0, 1, save(0, d1), committed(1)),
+			op(1, 2, 3, del(1), deleted),
+			op(1, 4, Never, save(0, d2), Output{}),
+			op(2, 6, 7, loadInput, loaded(7, d2)),
+			op(2, 8, 9, save(7, d3), committed(8)),
+			op(2, 10, 11, loadInput, loaded(8, d3)),
+		}, porcupine.Ok},
+		{"a failed creation after a delete: a conflict rules its version out", []porcupine.Operation{
+			op(1, 0, 1, save(0, d1), committed(1)),
+			op(1, 2, 3, del(1), deleted),
+			op(1, 4, Never, save(0, d2), Output{}),
+			op(2, 6, 7, loadInput, loaded(5, d2)), // it landed
+			op(3, 6, 7, save(2, d3), conflict),
+			op(2, 8, 9, save(1, d3), conflict),
+			op(2, 10, 11, loadInput, loaded(2, d2)),
+		}, porcupine.Illegal},
+		{"a failed creation after a delete: a save at its version", []porcupine.Operation{
+			op(1, 0, 1, save(0, d1), committed(1)),
+			op(1, 2, 3, del(1), deleted),
+			op(1, 4, Never, save(0, d2), Output{}),
+			op(2, 6, 7, save(1, d3), conflict),
+			op(2, 8, 9, save(4, d3), committed(5)),
+			op(2, 10, 11, loadInput, loaded(5, d3)),
+		}, porcupine.Ok},
+		{"a failed creation after a delete: a save at a version ruled out", []porcupine.Operation{
+			op(1, 0, 1, save(0, d1), committed(1)),
+			op(1, 2, 3, del(1), deleted),
+			op(1, 4, Never, save(0, d2), Output{}),
+			op(2, 6, 7, loadInput, loaded(4, d2)), // landed by now
+			op(2, 8, 9, save(4, d3), conflict),
+			op(2, 10, 11, save(4, d3), committed(5)),
+		}, porcupine.Illegal},
+		{"a failed creation after a delete: AnyVersion moves past it", []porcupine.Operation{
+			op(1, 0, 1, save(0, d1), committed(1)),
+			op(1, 2, 3, del(1), deleted),
+			op(1, 4, Never, save(0, d2), Output{}),
+			op(2, 6, 7, loadInput, loaded(4, d2)),
+			op(3, 8, Never, save(session.AnyVersion, d3), Output{}),
+			op(2, 10, 11, loadInput, loaded(5, d3)),
+		}, porcupine.Ok},
+		{"a failed creation after a delete: AnyVersion past an unknown version", []porcupine.Operation{
+			op(1, 0, 1, save(0, d1), committed(1)),
+			op(1, 2, 3, del(1), deleted),
+			op(1, 4, Never, save(0, d2), Output{}),
+			op(2, 6, 7, del(0), conflict), // it landed, at some version
+			op(3, 8, Never, save(session.AnyVersion, d3), Output{}),
+			op(2, 10, 11, loadInput, loaded(2, d3)),
+		}, porcupine.Ok},
+		{"a failed creation after a delete: AnyVersion past an unknown version is not 1", []porcupine.Operation{
+			op(1, 0, 1, save(0, d1), committed(1)),
+			op(1, 2, 3, del(1), deleted),
+			op(1, 4, Never, save(0, d2), Output{}),
+			op(2, 6, 7, del(0), conflict),
+			op(3, 8, Never, save(session.AnyVersion, d3), Output{}),
+			op(2, 10, 11, loadInput, loaded(1, d3)),
+		}, porcupine.Illegal},
+		{"a failed creation after a delete: AnyVersion past it returns 1", []porcupine.Operation{
+			op(1, 0, 1, save(0, d1), committed(1)),
+			op(1, 2, 3, del(1), deleted),
+			op(1, 4, Never, save(0, d2), Output{}),
+			op(2, 6, 7, del(0), conflict),
+			op(3, 8, 9, save(session.AnyVersion, d3), committed(1)),
+		}, porcupine.Illegal},
+		{"a failed creation after a delete: AnyVersion past a version ruled out", []porcupine.Operation{
+			op(1, 0, 1, save(0, d1), committed(1)),
+			op(1, 2, 3, del(1), deleted),
+			op(1, 4, Never, save(0, d2), Output{}),
+			op(2, 6, 7, del(0), conflict),
+			op(2, 8, 9, del(4), conflict),
+			op(3, 10, Never, save(session.AnyVersion, d3), Output{}),
+			op(2, 12, 13, loadInput, loaded(5, d3)),
+		}, porcupine.Illegal},
+		{"a failed creation after a delete, deleted at its version", []porcupine.Operation{
+			op(1, 0, 1, save(0, d1), committed(1)),
+			op(1, 2, 3, del(1), deleted),
+			op(1, 4, Never, save(0, d2), Output{}),
+			op(2, 6, 7, del(6), deleted),
+			op(2, 8, 9, loadInput, none),
+		}, porcupine.Ok},
+		{"deletes keep the items", []porcupine.Operation{
+			op(1, 0, 1, commit(0, d1, a1), committed(1)),
+			op(1, 2, 3, del(1), deleted),
+			op(2, 4, 5, items, read()),
 		}, porcupine.Illegal},
 	}
 	for _, c := range cases {
