@@ -123,7 +123,7 @@ func (s *Session) commit(wctx context.Context, items []session.Item, name string
 	var got int64
 	err := s.st.write(wctx, s.keys[0], func(p processor) (bool, error) {
 		if fenced {
-			res, err := s.commitFenced(wctx, p, items, name, doc, expected)
+			res, err := s.commitFenced(wctx, p, items, name, doc, expected, 0)
 			if err != nil {
 				return false, err
 			}
@@ -166,16 +166,29 @@ const fenceFallback = 2
 // left of the commit. It returns the fence's reply, of which a first
 // value of fenceFallback means that nothing was written and the commit
 // script must run.
-func (s *Session) commitFenced(ctx context.Context, p processor, items []session.Item, name string, doc []byte, expected string) ([]any, error) {
+//
+// A resend (see Session.resend) passes before, the list's length the
+// commit must find before its push, and uses resendSrc; before is 0
+// otherwise.
+func (s *Session) commitFenced(ctx context.Context, p processor, items []session.Item, name string, doc []byte, expected string, before int64) ([]any, error) {
 	push := s.pushCmd(ctx, "rpush", items)
-	var fence *goredis.Cmd
-	if s.st.ttlMS == 0 {
-		args := evalArgs("eval", fenceSrc, s.all, 4)
-		fence = goredis.NewCmd(ctx, append(args, name, doc, expected, len(items))...)
-	} else {
-		args := evalArgs("eval", fenceTTLSrc, s.all, 5)
-		fence = goredis.NewCmd(ctx, append(args, name, doc, expected, len(items), s.st.ttlMS)...)
+	src, nargs := fenceSrc, 4
+	switch {
+	case before > 0 && s.st.ttlMS > 0:
+		src, nargs = resendTTLSrc, 6
+	case before > 0:
+		src, nargs = resendSrc, 5
+	case s.st.ttlMS > 0:
+		src, nargs = fenceTTLSrc, 5
 	}
+	args := append(evalArgs("eval", src, s.all, nargs), name, doc, expected, len(items))
+	if s.st.ttlMS > 0 {
+		args = append(args, s.st.ttlMS)
+	}
+	if before > 0 {
+		args = append(args, before)
+	}
+	fence := goredis.NewCmd(ctx, args...)
 	fence.SetFirstKeyPos(3)
 	_, err := p.TxPipelined(ctx, func(tx goredis.Pipeliner) error {
 		_ = tx.Process(ctx, onceInt{push})

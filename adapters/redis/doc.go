@@ -276,15 +276,20 @@
 // as it does for EXECABORT (a command refused when queued: OOM, MOVED,
 // READONLY after a failover); the commit then takes the usual way, so a
 // conflict is still reported as one, with nothing written. A lost reply
-// is an error wrapping session.ErrOutcomeUnknown, as for every write.
-// One difference: when the server closes the held connection within the
-// second after a commit (a restart, a failover that demotes it, CLIENT
-// KILL, a timeout setting under a second), the next commit's error is
-// ErrOutcomeUnknown, where a pooled connection would have been found dead
-// before anything was sent (a runstate.Run reads its checkpoint back after
-// such an error: a commit that landed is success, one that did not is
-// the error, and the turn may be saved again; Options.HeldConns -1 holds
-// none).
+// is settled before it is reported: the same commit is sent once more
+// through the pool, fenced on the version and on the list's length the
+// held commit was armed with. That resend dirties the watched keys, so
+// should the held EXEC still reach the server it aborts: at most one of
+// the two lands. If the held commit never ran (the server closed the
+// connection within the second after a commit: a restart, a failover
+// that demotes it, CLIENT KILL, a timeout setting under a second), the
+// resend is the commit and it succeeds. If the held commit ran, or
+// another writer moved the version or the length meanwhile, the resend
+// writes nothing and the error wraps session.ErrOutcomeUnknown, as for
+// every write whose reply is lost. (Only a held commit that ran and was
+// then undone by others, the checkpoint deleted and saved back to the
+// same version and the list cut back to the same length, would let the
+// resend land as well.)
 //
 // The connection is closed, never put back in the pool with its WATCH,
 // after a second without a commit, when a commit brings another version

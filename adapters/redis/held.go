@@ -35,6 +35,7 @@ type held struct {
 	conn    *goredis.Conn
 	name    string
 	version int64
+	length  int64       // the list's length when the WATCH began
 	timer   *time.Timer // closes the connection after the idle window
 }
 
@@ -160,13 +161,17 @@ func (s *Session) commitHeld(ctx context.Context, items []session.Item, name str
 		_ = p.Process(ctx, once{ver})
 		return nil
 	})
-	switch err := exec.Err(); {
-	case multi.Err() != nil && !notSent(multi.Err()):
-		// Without MULTI's OK the commands may have run one by one, even
-		// when the server refused the MULTI itself (an ACL that denies
-		// it): unknown, never a plain error.
+	length := h.length
+	switch merr, err := multi.Err(), exec.Err(); {
+	case merr != nil && answered(merr):
+		// The server refused the MULTI itself (an ACL that denies it):
+		// the commands after it may have run one by one. Unknown, never
+		// a plain error.
 		s.release()
-		return 0, true, s.heldError(name, &outcomeUnknown{multi.Err()})
+		return 0, true, s.heldError(name, &outcomeUnknown{merr})
+	case merr != nil && !notSent(merr):
+		s.release()
+		return s.resend(ctx, items, name, doc, version, length, merr)
 	case err == goredis.Nil, answered(err), notSent(err):
 		// A watched key changed (EXEC answered nil), the server refused
 		// the transaction (EXECABORT: a command was refused when queued,
@@ -175,7 +180,7 @@ func (s *Session) commitHeld(ctx context.Context, items []session.Item, name str
 		return 0, false, nil
 	case err != nil:
 		s.release()
-		return 0, true, s.heldError(name, sent(err))
+		return s.resend(ctx, items, name, doc, version, length, err)
 	}
 	for _, v := range exec.Val() {
 		if e, ok := v.(error); ok {
@@ -191,6 +196,29 @@ func (s *Session) commitHeld(ctx context.Context, items []session.Item, name str
 		s.release()
 	}
 	return version + 1, true, nil
+}
+
+// resend settles a held commit whose reply was lost (cause: the
+// connection closed, a timeout): it sends the same commit once through
+// the pool, fenced as usual and also on the list's length, before, that
+// the held commit was armed with. If the held commit never ran, the
+// resend is the commit: any write to the watched keys makes the held
+// EXEC abort should it still reach the server, so at most one of the two
+// lands. If the held commit ran, the version and length moved on and the
+// resend writes nothing. A resend that lands is the commit's success;
+// otherwise the outcome stays unknown (the resend's own refusal does not
+// tell whose write moved the version).
+func (s *Session) resend(ctx context.Context, items []session.Item, name string, doc []byte, version, before int64, cause error) (int64, bool, error) {
+	unknown := s.heldError(name, &outcomeUnknown{cause})
+	res, err := s.commitFenced(ctx, s.st.client, items, name, doc, strconv.FormatInt(version, 10), before)
+	if err != nil {
+		return 0, true, unknown
+	}
+	if ok, got, err := casReply(res); err == nil && ok {
+		s.st.heldResends.Add(1)
+		return got, true, nil
+	}
+	return 0, true, unknown
 }
 
 // heldError is AppendWithCheckpoint's error for err.
@@ -216,7 +244,7 @@ func (s *Session) rearm(h *held, watch *goredis.StatusCmd, llen *goredis.IntCmd,
 		ver.Val() != strconv.FormatInt(version, 10) || version >= 1e14 {
 		return false
 	}
-	h.version = version
+	h.version, h.length = version, llen.Val()
 	h.timer.Reset(heldIdle)
 	return true
 }

@@ -386,6 +386,7 @@ func TestHeldCommitLostReply(t *testing.T) {
 			require.EqualValues(t, 1, d.disarm()-n0, "the held commit's reply was lost")
 			require.ErrorIs(t, err, session.ErrOutcomeUnknown)
 			requireHeld(t, s, false)
+			require.Zero(t, st.heldResends.Load(), "the resend found the version moved on")
 			// It landed, once.
 			doc, got, err := ds.LoadCheckpoint(ctx, "run")
 			require.NoError(t, err)
@@ -423,25 +424,114 @@ func TestHeldCap(t *testing.T) {
 }
 
 // TestHeldConnectionKilled: when the server closes the held connection
-// (CLIENT KILL here; a restart or a failover alike), the next commit is
-// ErrOutcomeUnknown having written nothing, as documented, never a plain
-// error nor a resend; the commit after it takes the usual way.
+// (CLIENT KILL here; a restart or a failover alike), the next commit finds
+// it dead after sending, and its resend through the pool is the commit:
+// it lands once, with or without a TTL, on standalone and cluster.
 func TestHeldConnectionKilled(t *testing.T) {
 	ctx := context.Background()
-	c := standaloneClient(t)
-	st := newStore(t, c, Options{KeyPrefix: uniquePrefix(t)})
-	s, v := heldSession(t, st, "killed")
+	for dep, mk := range bothClients {
+		for _, ttl := range []time.Duration{0, time.Hour} {
+			t.Run(fmt.Sprintf("%s/ttl=%v", dep, ttl), func(t *testing.T) {
+				c := mk(t)
+				st := newStore(t, c, Options{KeyPrefix: uniquePrefix(t), TTL: ttl})
+				s, v := heldSession(t, st, "killed")
+				before := contents(t, s)
+				killHeld(t, s)
+				got, err := s.AppendWithCheckpoint(ctx, conformance.Numbered("late", 2), "run", []byte(`{"n":1}`), v)
+				require.NoError(t, err)
+				require.Equal(t, v+1, got)
+				require.EqualValues(t, 1, st.heldResends.Load())
+				requireHeld(t, s, false)
+				require.Equal(t, append(before, "late-0", "late-1"), contents(t, s), "landed once")
+				doc, stored, err := s.LoadCheckpoint(ctx, "run")
+				require.NoError(t, err)
+				require.Equal(t, v+1, stored)
+				require.Equal(t, `{"n":1}`, string(doc))
+				if ttl > 0 {
+					for _, k := range sessionAllKeys(s) {
+						require.Greater(t, c.PTTL(ctx, k).Val(), ttl-time.Minute, "the resend restarted %s's expiry", k)
+					}
+				}
+				next, err := s.AppendWithCheckpoint(ctx, conformance.Numbered("next", 1), "run", []byte(`{"n":2}`), got)
+				require.NoError(t, err)
+				require.Equal(t, got+1, next)
+			})
+		}
+	}
+}
+
+// killHeld closes s's held connection from the server's side.
+func killHeld(t *testing.T, s *Session) {
+	t.Helper()
+	ctx := context.Background()
 	s.hold.mu.Lock()
 	id, err := s.hold.h.conn.ClientID(ctx).Result()
 	s.hold.mu.Unlock()
 	require.NoError(t, err)
-	require.NoError(t, c.ClientKillByFilter(ctx, "ID", strconv.FormatInt(id, 10)).Err())
-	before := dumpKeys(t, c, sessionAllKeys(s))
-	_, err = s.AppendWithCheckpoint(ctx, conformance.Numbered("late", 1), "run", []byte(`{"n":1}`), v)
-	require.ErrorIs(t, err, session.ErrOutcomeUnknown)
-	requireHeld(t, s, false)
-	require.Equal(t, before, dumpKeys(t, c, sessionAllKeys(s)), "the server never saw it")
-	got, err := s.AppendWithCheckpoint(ctx, conformance.Numbered("late", 1), "run", []byte(`{"n":1}`), v)
+	node := s.st.primaryFor(ctx, s.keys[0])
+	require.NoError(t, node.ClientKillByFilter(ctx, "ID", strconv.FormatInt(id, 10)).Err())
+}
+
+// TestHeldResendRefused: the resend of a held commit whose connection
+// died lands only where the version and the list's length are the ones
+// the held commit was armed with; where another writer moved either, the
+// resend writes nothing and the commit's outcome is reported unknown
+// (from the store alone it cannot be told whether the held commit ran
+// before the other write).
+func TestHeldResendRefused(t *testing.T) {
+	ctx := context.Background()
+	c := standaloneClient(t)
+	prefix := uniquePrefix(t)
+	st := newStore(t, c, Options{KeyPrefix: prefix})
+	other := newStore(t, c, Options{KeyPrefix: prefix, HeldConns: -1})
+	for name, write := range map[string]func(o *Session, v int64) error{
+		"a commit": func(o *Session, v int64) error {
+			_, err := o.AppendWithCheckpoint(ctx, conformance.Numbered("other", 1), "run", []byte(`{"other":1}`), v)
+			return err
+		},
+		"an append": func(o *Session, _ int64) error { return o.AddItems(ctx, conformance.Numbered("other", 1)) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			id := strings.ReplaceAll(name, " ", "-")
+			s, v := heldSession(t, st, id)
+			o, err := other.Session(id)
+			require.NoError(t, err)
+			killHeld(t, s)
+			require.NoError(t, write(o, v))
+			after := dumpKeys(t, c, sessionAllKeys(s))
+			_, err = s.AppendWithCheckpoint(ctx, conformance.Numbered("late", 1), "run", []byte(`{"n":1}`), v)
+			require.ErrorIs(t, err, session.ErrOutcomeUnknown)
+			require.Equal(t, after, dumpKeys(t, c, sessionAllKeys(s)), "the resend wrote nothing")
+		})
+	}
+}
+
+// TestHeldResendGuard: the resend's fence refuses a list of another
+// length than the one armed, even at the armed version, writing nothing;
+// at both it lands. (A held commit that ran and was then undone by others,
+// the version and the list both put back, is the case the length guards.)
+func TestHeldResendGuard(t *testing.T) {
+	ctx := context.Background()
+	c := standaloneClient(t)
+	st := newStore(t, c, Options{KeyPrefix: uniquePrefix(t)})
+	s, err := st.Session("guard")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.RemoveSession(context.Background(), "guard") })
+	require.NoError(t, s.AddItems(ctx, conformance.Numbered("start", 3)))
+	v, err := s.AppendWithCheckpoint(ctx, nil, "run", []byte(`{"n":0}`), 0)
+	require.NoError(t, err)
+	cause := errors.New("lost")
+	for _, wrong := range []int64{2, 4} {
+		before := dumpKeys(t, c, sessionAllKeys(s))
+		_, done, err := s.resend(ctx, conformance.Numbered("late", 1), "run", []byte(`{"n":1}`), v, wrong, cause)
+		require.True(t, done)
+		require.ErrorIs(t, err, session.ErrOutcomeUnknown)
+		require.ErrorIs(t, err, cause)
+		require.Equal(t, before, dumpKeys(t, c, sessionAllKeys(s)), "length %d: nothing written", wrong)
+	}
+	got, done, err := s.resend(ctx, conformance.Numbered("late", 1), "run", []byte(`{"n":1}`), v, 3, cause)
+	require.True(t, done)
 	require.NoError(t, err)
 	require.Equal(t, v+1, got)
+	require.Equal(t, []string{"start-0", "start-1", "start-2", "late-0"}, contents(t, s))
 }

@@ -290,17 +290,36 @@ const fenceTTLSrc = fenceHeadSrc + `for _,x in ipairs(KEYS)do redis.call('PEXPIR
 return{1,v}`
 
 // fenceHeadSrc is the fence up to its answer on success.
-const fenceHeadSrc = `local c,n,f=KEYS[#KEYS],tonumber(ARGV[4]),'v:'..ARGV[1]
+const fenceHeadSrc = fenceReadSrc + `else h=h or'0' if ARGV[3]~='-1'and ARGV[3]~=h then r={0,h}end end
+` + fenceWriteSrc
+
+// resendSrc and resendTTLSrc are fenceSrc and fenceTTLSrc for the resend
+// of a held commit whose outcome is unknown (see Session.resend): they
+// also take the batch back off, as on a conflict, unless the list held
+// exactly the length given as the last ARGV before the push.
+const (
+	resendSrc    = resendHeadSrc + `return{1,v}`
+	resendTTLSrc = resendHeadSrc + `for _,x in ipairs(KEYS)do redis.call('PEXPIRE',x,ARGV[5])end
+return{1,v}`
+	resendHeadSrc = fenceReadSrc + `else h=h or'0' if ARGV[3]~=h or l~=n+tonumber(ARGV[#ARGV])then r={0,h}end end
+` + fenceWriteSrc
+)
+
+// fenceReadSrc and fenceWriteSrc are the fence's reads, up to its check of
+// the version, and its writes.
+const (
+	fenceReadSrc = `local c,n,f=KEYS[#KEYS],tonumber(ARGV[4]),'v:'..ARGV[1]
 local l=redis.call('LLEN',KEYS[1])
 local h=redis.pcall('HGET',c,f)
 local r
 if type(h)=='table' then r=h
 elseif l==n or h and(h==''or #h>14 or h:find('%D'))then r={2,'0'}
-else h=h or'0' if ARGV[3]~='-1'and ARGV[3]~=h then r={0,h}end end
-if r then redis.call('LTRIM',KEYS[1],0,-n-1)return r end
+`
+	fenceWriteSrc = `if r then redis.call('LTRIM',KEYS[1],0,-n-1)return r end
 local v=string.format('%d',h+1)
 redis.call('HSET',c,f,v,'d:'..ARGV[1],ARGV[2])
 `
+)
 
 // deleteCheckpointSrc deletes checkpoint ARGV[1] of the hash KEYS[1] if
 // its version is ARGV[2] (or ARGV[2] is "-1"); it returns {1, version

@@ -24,9 +24,10 @@ type Store struct {
 	ttlMS  int64
 	push   pusher // coalesces concurrent appends into pipelines
 
-	heldCap     int       // Options.HeldConns, normalised
-	held        heldConns // the connections held for back-to-back commits
-	heldCommits atomic.Int64
+	heldCap     int          // Options.HeldConns, normalised
+	held        heldConns    // the connections held for back-to-back commits
+	heldCommits atomic.Int64 // commits that landed on a held connection
+	heldResends atomic.Int64 // held commits settled by a resend (see resend)
 
 	closed    atomic.Bool
 	closeOnce sync.Once
