@@ -76,6 +76,12 @@ func Visualize(ops []porcupine.Operation, path string, timeout time.Duration) er
 	return porcupine.VisualizePath(Model, info, path)
 }
 
+// checkpointWrite reports whether operations of kind k write the
+// checkpoint, or conflict.
+func (k Kind) checkpointWrite() bool {
+	return k == Commit || k == SaveCheckpoint || k == DeleteCheckpoint
+}
+
 // read reports whether operations of kind k change nothing.
 func (k Kind) read() bool { return k == Items || k == Latest || k == Follow || k == LoadCheckpoint }
 
@@ -132,15 +138,17 @@ func observed(ops []porcupine.Operation) map[ID]bool {
 //   - the shortest prefix (cut at a return time) that is not linearizable;
 //   - what follows the last operation that ran alone and left the session
 //     empty (a Clear, or a PopItem or read that found nothing);
-//   - without each read, or Commit that reported a conflict, that the
-//     violation does not need (it changes nothing, so a linearization of
-//     the whole is one of the rest);
+//   - without each read, or Commit, SaveCheckpoint or DeleteCheckpoint
+//     that reported a conflict, that the violation does not need (it
+//     changes nothing, so a linearization of the whole is one of the
+//     rest);
 //   - without each write none of whose items any output or cursor shows,
 //     when no failed PopItem might have removed one of them (such a write,
 //     left out of a linearization, changes no output); an AppendOnce goes
 //     with every call of its operation id (without one, a retry would
-//     have to append). A Commit always stays: it moves the checkpoint's
-//     version, which the outcome of every later Commit shows.
+//     have to append). A Commit, SaveCheckpoint or DeleteCheckpoint that
+//     did not conflict always stays: it moves the checkpoint's version,
+//     which the outcome of every later one shows.
 //
 // Each check in it gets timeout; a reduction whose check times out is not
 // taken. It returns ops unchanged if they are linearizable.
@@ -199,7 +207,7 @@ func shrink(ops []porcupine.Operation, deadline time.Time, illegal func([]porcup
 		}
 		// Reads and conflicts, newest first.
 		for i := len(ops) - 1; i >= 0 && time.Now().Before(deadline); i-- {
-			if o := ops[i].Output.(Output); !isRead(ops[i]) && (ops[i].Input.(Input).Kind != Commit || o.Unknown || o.OK) {
+			if o := ops[i].Output.(Output); !isRead(ops[i]) && (!ops[i].Input.(Input).Kind.checkpointWrite() || o.Unknown || o.OK) {
 				continue
 			}
 			c := slices.Delete(slices.Clone(ops), i, i+1)
@@ -300,7 +308,8 @@ func sinceEmpty(ops []porcupine.Operation) []porcupine.Operation {
 
 // across reports whether a cut after e would separate what ops after it
 // need: an operation id AppendOnce uses on both sides of e (the ids
-// outlive the emptying), a checkpoint committed before e and used after
+// outlive the emptying), a checkpoint written before e (committed, saved
+// or deleted: a delete lets a creation return any version) and used after
 // it (it outlives the emptying too), or a Follow after e whose cursor
 // stands for items written before it. (The cut is sound with the latter: the cursor is lost
 // after e, as in a history that starts there, where its items were never
@@ -309,13 +318,13 @@ func sinceEmpty(ops []porcupine.Operation) []porcupine.Operation {
 func across(ops []porcupine.Operation, e porcupine.Operation) bool {
 	before := map[int]bool{}
 	after := map[ID]bool{}
-	committed := false // a Commit before e
+	committed := false // a checkpoint write before e
 	for _, op := range ops {
 		in := op.Input.(Input)
 		switch {
 		case in.Kind == AppendOnce && op.Call <= e.Return:
 			before[in.Op] = true
-		case in.Kind == Commit && op.Call <= e.Return:
+		case in.Kind.checkpointWrite() && op.Call <= e.Return:
 			committed = true
 		case (in.Kind == AddItems || in.Kind == AppendOnce || in.Kind == Commit) && op.Call > e.Return:
 			for _, id := range in.Batch {
@@ -326,7 +335,7 @@ func across(ops []porcupine.Operation, e porcupine.Operation) bool {
 	for _, op := range ops {
 		if in := op.Input.(Input); op.Call > e.Return {
 			if in.Kind == AppendOnce && before[in.Op] || in.Kind == Follow && in.N > 0 && !after[in.Last] ||
-				committed && (in.Kind == Commit || in.Kind == LoadCheckpoint) {
+				committed && (in.Kind.checkpointWrite() || in.Kind == LoadCheckpoint) {
 				return true
 			}
 		}
