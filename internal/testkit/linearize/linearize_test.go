@@ -290,6 +290,7 @@ type tally struct {
 	follows, lost                     int // Follow operations, and those that found the cursor lost
 	once, retried                     int // AppendOnce operations, and those that answered false
 	commits, conflicts, loads         int // Commit operations, those that conflicted, LoadCheckpoint operations
+	saves, deletes, sdConflicts       int // SaveCheckpoint and DeleteCheckpoint operations, and those of them that conflicted
 	illegal, unknown                  int
 	checking                          time.Duration
 	caps                              session.Capabilities
@@ -316,6 +317,15 @@ func (tl *tally) count(h History) {
 			}
 		case LoadCheckpoint:
 			tl.loads++
+		case SaveCheckpoint, DeleteCheckpoint:
+			if op.Input.Kind == SaveCheckpoint {
+				tl.saves++
+			} else {
+				tl.deletes++
+			}
+			if op.Err == "" && !op.Output.OK {
+				tl.sdConflicts++
+			}
 		}
 	}
 }
@@ -362,12 +372,15 @@ func campaign(t *testing.T, name string, record recordFunc, clients int, set set
 	if !tl.caps.Has(session.CapAppendOnce) {
 		t.Logf("%s: AppendOnce skipped: the session is not a session.OnceAppender (session.Probe: %v)", name, tl.caps)
 	}
-	if !tl.caps.Has(session.CapCheckpointCommit) {
-		t.Logf("%s: Commit and LoadCheckpoint skipped: the session is not a session.CheckpointCommitter (session.Probe: %v)", name, tl.caps)
+	if !tl.caps.Has(session.CapCheckpoints) {
+		t.Logf("%s: LoadCheckpoint, SaveCheckpoint and DeleteCheckpoint skipped: the session is not a session.CheckpointStore (session.Probe: %v)", name, tl.caps)
 	}
-	t.Logf("RESULT backend=%s clients=%d histories=%d ops=%d follow=%d lost=%d once=%d retried=%d commit=%d conflict=%d load=%d ambiguous=%d faults=%d illegal=%d timeouts=%d checking=%v",
+	if !tl.caps.Has(session.CapCheckpointCommit) {
+		t.Logf("%s: Commit skipped: the session is not a session.CheckpointCommitter (session.Probe: %v)", name, tl.caps)
+	}
+	t.Logf("RESULT backend=%s clients=%d histories=%d ops=%d follow=%d lost=%d once=%d retried=%d commit=%d conflict=%d load=%d save=%d delete=%d sdconflict=%d ambiguous=%d faults=%d illegal=%d timeouts=%d checking=%v",
 		name, clients, tl.histories, tl.ops, tl.follows, tl.lost, tl.once, tl.retried, tl.commits, tl.conflicts, tl.loads,
-		tl.ambiguous, tl.faults, tl.illegal, tl.unknown, tl.checking.Round(time.Millisecond))
+		tl.saves, tl.deletes, tl.sdConflicts, tl.ambiguous, tl.faults, tl.illegal, tl.unknown, tl.checking.Round(time.Millisecond))
 	return tl
 }
 
@@ -418,9 +431,11 @@ func TestLinearizable(t *testing.T) {
 					if tl.illegal > 0 {
 						t.Errorf("%s with %d clients: %d of %d histories are not linearizable", tg.name(), clients, tl.illegal, tl.histories)
 					}
-					if tl.follows == 0 || tl.caps.Has(session.CapAppendOnce) && tl.once == 0 || tl.caps.Has(session.CapCheckpointCommit) && tl.commits == 0 {
-						t.Errorf("%s with %d clients: %d Follow, %d AppendOnce and %d Commit operations: the mix did not check them",
-							tg.name(), clients, tl.follows, tl.once, tl.commits)
+					if tl.follows == 0 || tl.caps.Has(session.CapAppendOnce) && tl.once == 0 ||
+						tl.caps.Has(session.CapCheckpointCommit) && tl.commits == 0 ||
+						tl.caps.Has(session.CapCheckpoints) && (tl.loads == 0 || tl.saves == 0 || tl.deletes == 0) {
+						t.Errorf("%s with %d clients: %d Follow, %d AppendOnce, %d Commit, %d LoadCheckpoint, %d SaveCheckpoint and %d DeleteCheckpoint operations: the mix did not check them (session.Probe: %v)",
+							tg.name(), clients, tl.follows, tl.once, tl.commits, tl.loads, tl.saves, tl.deletes, tl.caps)
 					}
 				})
 			}

@@ -33,13 +33,15 @@ type Config struct {
 	Progress *atomic.Int64
 	// Mix weighs the operations; the zero Mix means DefaultMix. Record
 	// does not choose AppendOnce on a session that is not a
-	// session.OnceAppender (session.Probe), nor Commit and LoadCheckpoint
-	// on one that is not a session.CheckpointCommitter: they have no
-	// fallback. Follow runs on every session: session.ReadSince has one.
+	// session.OnceAppender (session.Probe), LoadCheckpoint,
+	// SaveCheckpoint and DeleteCheckpoint on one that is not a
+	// session.CheckpointStore, nor Commit on one that is not a
+	// session.CheckpointCommitter: they have no fallback. Follow runs on
+	// every session: session.ReadSince has one.
 	Mix Mix
 	// Handles, if not nil, holds another handle of the recorded session
-	// for each client: its commits and checkpoint loads go through it, so
-	// that each client commits through a handle of its own, as a run-state
+	// for each client: its checkpoint operations go through it, so that
+	// each client commits through a handle of its own, as a run-state
 	// loop does (the Redis adapter holds a connection for a handle's
 	// back-to-back commits). Without one, a client commits through the
 	// session Record is given, like its other operations.
@@ -56,7 +58,7 @@ type Config struct {
 }
 
 // Mix weighs the operations clients choose, by Kind.
-type Mix [9]int
+type Mix [11]int
 
 // DefaultMix is the mix of the campaign. Reads are frequent, and Items is
 // a third of them: each read prunes the orders of the concurrent writes
@@ -68,10 +70,21 @@ type Mix [9]int
 // race, and pops make cursors lost; clears are rare. Half of the
 // AppendOnce calls retry a recent operation id (see Record). Commits come
 // in runs of up to commitRun that land: three in four that land are
-// followed at once by another, and one that conflicts by a LoadCheckpoint
-// and another.
+// followed at once by another. Saves and deletes are at the version the
+// client saw last, one save in saveAny and one delete in deleteAny at
+// session.AnyVersion. A commit, save or delete that did not land is
+// followed at once by a LoadCheckpoint and another of its kind. Deletes
+// are frequent enough that every backend's two short histories run some:
+// about 3 in 100 operations.
 var DefaultMix = Mix{AddItems: 24, Items: 16, Latest: 20, PopItem: 20, Clear: 3, Follow: 12, AppendOnce: 8,
-	Commit: 8, LoadCheckpoint: 4}
+	Commit: 8, LoadCheckpoint: 4, SaveCheckpoint: 6, DeleteCheckpoint: 4}
+
+// saveAny and deleteAny: one save in saveAny, and one delete in
+// deleteAny, is at session.AnyVersion.
+const (
+	saveAny   = 6
+	deleteAny = 4
+)
 
 func (m Mix) pick(rng *rand.Rand) Kind {
 	total := 0
@@ -102,17 +115,21 @@ type client struct {
 	// (-1: none): its next AppendOnce retries it, as a caller that lost
 	// the answer does.
 	retry int
-	// ck is the handle it commits and loads the checkpoint through, and
-	// version the checkpoint version it saw last, which it commits at.
-	// stale is set when its last commit did not land (a conflict, or an
-	// error): it loads the checkpoint before it commits again, as a
-	// run-state loop that lost a race does. landed counts the commits of
-	// its current run that landed, and again is set when its next
-	// operation continues the run: a commit right after the last, with no
-	// pause (Config.Pace) between.
-	ck           session.CheckpointCommitter
+	// ck is the handle it loads, saves and deletes the checkpoint
+	// through, and cc the same handle as a committer (nil: the session is
+	// not one); version is the checkpoint version it saw last, which it
+	// commits, saves and deletes at. stale is set when its last commit,
+	// save or delete did not land (a conflict, or an error): it loads the
+	// checkpoint before it writes it again, as a run-state loop that lost
+	// a race does. landed counts the commits of its current run that
+	// landed, and again is set when its next operation is then: a commit
+	// that continues the run, or the write a load after a stale one
+	// retries, right after the last, with no pause (Config.Pace) between.
+	ck           session.CheckpointStore
+	cc           session.CheckpointCommitter
 	version      int64
 	stale, again bool
+	then         Kind
 	landed       int
 }
 
@@ -151,9 +168,13 @@ func Record(ctx context.Context, s session.Session, cfg Config) History {
 	if !session.Probe(s).Has(session.CapAppendOnce) {
 		cfg.Mix[AppendOnce] = 0
 	}
+	store, stores := s.(session.CheckpointStore)
+	if !stores {
+		cfg.Mix[LoadCheckpoint], cfg.Mix[SaveCheckpoint], cfg.Mix[DeleteCheckpoint] = 0, 0, 0
+	}
 	committer, commits := s.(session.CheckpointCommitter)
 	if !commits {
-		cfg.Mix[Commit], cfg.Mix[LoadCheckpoint] = 0, 0
+		cfg.Mix[Commit] = 0
 	}
 	var (
 		mu   sync.Mutex
@@ -162,10 +183,13 @@ func Record(ctx context.Context, s session.Session, cfg Config) History {
 		once onceOps
 	)
 	for c := range cfg.Clients {
-		cl := &client{id: cfg.FirstClient + c, retry: -1, ck: committer}
+		cl := &client{id: cfg.FirstClient + c, retry: -1, ck: store, cc: committer}
 		if c < len(cfg.Handles) {
-			if h, ok := cfg.Handles[c].(session.CheckpointCommitter); ok && commits {
+			if h, ok := cfg.Handles[c].(session.CheckpointStore); ok && stores {
 				cl.ck = h
+			}
+			if h, ok := cfg.Handles[c].(session.CheckpointCommitter); ok && commits {
+				cl.cc = h
 			}
 		}
 		wg.Go(func() {
@@ -175,7 +199,7 @@ func Record(ctx context.Context, s session.Session, cfg Config) History {
 			for range cfg.Ops {
 				kind := cfg.Mix.pick(rng)
 				if cl.again {
-					kind = Commit
+					kind = cl.then
 				}
 				op := cl.run(ctx, s, rng, &once, kind, cfg.Timeout)
 				mine = append(mine, op)
@@ -220,11 +244,12 @@ func (cl *client) run(ctx context.Context, s session.Session, rng *rand.Rand, on
 	defer cancel()
 	op := Op{Client: cl.id}
 	var err error
-	// A client whose last commit did not land loads the checkpoint and
-	// commits again at once, as a run-state loop that lost a race does.
-	retry := kind == Commit && cl.stale
+	// A client whose last checkpoint write did not land loads the
+	// checkpoint and writes again at once, as a run-state loop that lost a
+	// race does.
+	retry := kind.checkpointWrite() && cl.stale
 	if retry {
-		kind = LoadCheckpoint
+		cl.then, kind = kind, LoadCheckpoint
 	}
 	switch kind {
 	case AddItems:
@@ -277,7 +302,7 @@ func (cl *client) run(ctx context.Context, s session.Session, rng *rand.Rand, on
 		op.Input = Input{Kind: Commit, Batch: batch, Version: cl.version, Doc: doc}
 		op.Call = Now()
 		var v int64
-		v, err = cl.ck.AppendWithCheckpoint(ctx, items, CheckpointName, op.Input.Doc.Doc(), cl.version)
+		v, err = cl.cc.AppendWithCheckpoint(ctx, items, CheckpointName, op.Input.Doc.Doc(), cl.version)
 		landed := cl.landed + 1
 		cl.stale, cl.again, cl.landed = err != nil, false, 0
 		switch {
@@ -286,7 +311,42 @@ func (cl *client) run(ctx context.Context, s session.Session, rng *rand.Rand, on
 		case err == nil:
 			op.Output = Output{OK: true, Version: v}
 			cl.version, cl.landed = v, landed
-			cl.again = landed < commitRun && rng.IntN(4) > 0
+			cl.again, cl.then = landed < commitRun && rng.IntN(4) > 0, Commit
+		}
+	case SaveCheckpoint:
+		doc := MakeID(cl.id, cl.seq)
+		cl.seq++
+		version := cl.version
+		if rng.IntN(saveAny) == 0 {
+			version = session.AnyVersion
+		}
+		op.Input = Input{Kind: SaveCheckpoint, Version: version, Doc: doc}
+		op.Call = Now()
+		var v int64
+		v, err = cl.ck.SaveCheckpoint(ctx, CheckpointName, doc.Doc(), version)
+		cl.stale, cl.again, cl.landed = err != nil, false, 0
+		switch {
+		case errors.Is(err, session.ErrCheckpointConflict):
+			err = nil
+		case err == nil:
+			op.Output = Output{OK: true, Version: v}
+			cl.version = v
+		}
+	case DeleteCheckpoint:
+		version := cl.version
+		if rng.IntN(deleteAny) == 0 {
+			version = session.AnyVersion
+		}
+		op.Input = Input{Kind: DeleteCheckpoint, Version: version}
+		op.Call = Now()
+		err = cl.ck.DeleteCheckpoint(ctx, CheckpointName, version)
+		cl.stale, cl.again, cl.landed = err != nil, false, 0
+		switch {
+		case errors.Is(err, session.ErrCheckpointConflict):
+			err = nil
+		case err == nil:
+			op.Output.OK = true
+			cl.version = 0
 		}
 	case LoadCheckpoint:
 		op.Input = Input{Kind: LoadCheckpoint}
