@@ -4,8 +4,8 @@
 //
 // Model is the sequential specification: a session is a list of items, and
 // the operations are AddItems(batch), Items, Latest(n), PopItem and Clear
-// (session.Append, All, Latest, Pop and Clear), Follow, AppendOnce, Commit
-// and LoadCheckpoint.
+// (session.Append, All, Latest, Pop and Clear), Follow, AppendOnce,
+// Commit, LoadCheckpoint, SaveCheckpoint and DeleteCheckpoint.
 //
 // Follow is session.ReadSince from the cursor the client's last Follow
 // returned. Its Input says what that cursor stands for: how many items
@@ -23,14 +23,24 @@
 //
 // Commit is session.CheckpointCommitter's AppendWithCheckpoint of a batch
 // and a document under one checkpoint name (CheckpointName), at the
-// version the client saw last; LoadCheckpoint is LoadCheckpoint of that
-// name. The model's state also holds the checkpoint's version (0: none)
-// and document, which Clear and PopItem keep: a commit at the stored
-// version appends its batch and saves its document at that version plus
-// one, and any other reports session.ErrCheckpointConflict and writes
-// nothing. Record runs them only on a session.CheckpointCommitter, each
-// client through a handle of its own (Config.Handles), and commits come in
-// runs, as a run-state loop's do.
+// version the client saw last; LoadCheckpoint, SaveCheckpoint and
+// DeleteCheckpoint are session.CheckpointStore's, on that name. The
+// model's state also holds the checkpoint's version (0: none) and
+// document, which Clear and PopItem keep: a commit or save at the stored
+// version (a save also at session.AnyVersion) saves its document at that
+// version plus one, a commit appending its batch too; a delete at the
+// stored version or AnyVersion removes the checkpoint (a delete of none
+// succeeds at 0 and AnyVersion); any other reports
+// session.ErrCheckpointConflict and writes nothing. A failed one may have
+// taken effect, but only where its version check passes. The first
+// creation is at version 1; one after a delete may be at any version of at
+// least 1 (the SQL, memory and Redis stores start again at 1, Mongo's
+// continues past its tombstone), unknown to the model until an output
+// shows it if the creation failed. Record runs Commit only on a
+// session.CheckpointCommitter and the others only on a
+// session.CheckpointStore, each client through a handle of its own
+// (Config.Handles); commits come in runs, as a run-state loop's do, and a
+// client whose write conflicted loads the checkpoint and writes again.
 //
 // Record runs concurrent
 // clients against a real session and records what each call saw, with
