@@ -147,29 +147,26 @@ func dedupeKey(it session.Item) (key string, ok bool) {
 }
 
 // facts are the members of an item that a save's passes (the dedup, the
-// answered-call check) read, each looked up once: a turn's items are read
-// by both.
+// answered-call check) read, looked up together in one pass: a turn's items
+// are read by both.
 type facts struct {
 	typ     string
-	callID  string // "call_id" of a call or output (table types), "" if not a string
+	callID  string // "call_id", "" if not a string
 	answers string // the call type an output answers, "" unless output
-	role    bool   // a "role" member, looked up unless the type is "message"
+	role    bool   // a "role" member
 	call    bool   // typ is a call type of the call/output table
 	output  bool   // typ is an output type of the call/output table
 }
 
 // factsOf looks up the facts of it.
 func factsOf(it session.Item) facts {
-	f := facts{typ: it.Type()}
+	var f facts
+	f.typ, f.callID, f.role = it.TypeCallRole()
 	if f.typ == "message" {
 		return f
 	}
 	if _, f.call = history.OutputTypeFor(f.typ); !f.call {
 		f.answers, f.output = history.CallTypeFor(f.typ)
-	}
-	f.role = it.HasField("role")
-	if f.call || f.output {
-		f.callID = it.CallID()
 	}
 	return f
 }
@@ -215,12 +212,8 @@ func dedupeKeyParts(it session.Item, f *facts) (keyParts, bool) {
 	if id, ok := it.StringField("id"); ok && id != "" && id != fakeID {
 		return keyParts{"id:", typ, id}, true
 	}
-	callID := f.callID
-	if !f.call && !f.output {
-		callID = it.CallID()
-	}
-	if callID != "" {
-		return keyParts{"call_id:", typ, callID}, true
+	if f.callID != "" {
+		return keyParts{"call_id:", typ, f.callID}, true
 	}
 	if id, ok := it.StringField("approval_request_id"); ok && id != "" {
 		return keyParts{"approval_request_id:", typ, id}, true

@@ -24,49 +24,163 @@ func (d *itemData) lookup(key string) ([]byte, bool) {
 		if c := raw[k+1]; len(key) > 0 && c != key[0] && c != '\\' {
 			continue
 		}
-		ke := keyEnd(raw, k)
-		if !nameIs(raw[k+1:ke-1], key) {
+		ke, esc := keyEnd(raw, k)
+		if !nameIs(raw[k+1:ke-1], esc, key) {
 			continue
 		}
 		v := skipSpace(raw, skipSpace(raw, ke)+1) // past ':'
-		var end int
-		switch {
-		case j+1 < n:
-			end = endBefore(raw, int(ix.at[j+1]))
-		case !ix.more:
-			end = trimSpaceBack(raw, int(ix.close))
-		default:
-			end = skipValue(raw, v)
-		}
+		end := ix.valueEnd(raw, j, v)
 		val, found = raw[v:end:end], true
 	}
 	if !ix.more {
 		return val, found
 	}
 	// Members past the inline index: walk them.
-	var i int
-	if n == 0 {
-		i = skipSpace(raw, 0) + 1 // after '{'
-	} else {
-		k := int(ix.at[n-1])
-		i = skipValue(raw, skipSpace(raw, skipSpace(raw, keyEnd(raw, k))+1))
-	}
-	for {
-		i = skipSpace(raw, i)
-		if raw[i] == '}' {
+	for i := ix.pastInline(raw); ; {
+		var k, v int
+		if k, v, i = nextMember(raw, i); k < 0 {
 			return val, found
 		}
-		if raw[i] == ',' {
-			i = skipSpace(raw, i+1)
-		}
-		k := i
-		i = skipSpace(raw, skipValue(raw, k)) + 1 // past the key and ':'
-		v := skipSpace(raw, i)
-		i = skipValue(raw, v)
 		if keyIs(raw, k, v, key) {
 			val, found = raw[v:i:i], true
 		}
 	}
+}
+
+// typeCallRole is TypeCallRole: one pass over the members, most told
+// apart by their first byte, and a name without escapes compared whole,
+// closing quote and all. Only the last "type" and "call_id" are decoded.
+func (d *itemData) typeCallRole() (typ, callID string, hasRole bool) {
+	raw, ix := d.raw, &d.ix
+	tj, cj := -1, -1   // the indexed members of the last "type" and "call_id"
+	tke, cke := -1, -1 // the ends of their names
+	n := int(ix.n)
+	for j := 0; j < n; j++ {
+		k := int(ix.at[j])
+		switch raw[k+1] {
+		case 't':
+			if hasLiteral(raw, k+1, `type"`) {
+				tj, tke = j, k+6
+				continue
+			}
+		case 'c':
+			if hasLiteral(raw, k+1, `call_id"`) {
+				cj, cke = j, k+9
+				continue
+			}
+		case 'r':
+			if hasLiteral(raw, k+1, `role"`) {
+				hasRole = true
+				continue
+			}
+		case '\\':
+		default:
+			continue
+		}
+		ke, esc := keyEnd(raw, k)
+		if !esc {
+			continue
+		}
+		switch unescape(raw[k+1 : ke-1]) {
+		case "type":
+			tj, tke = j, ke
+		case "call_id":
+			cj, cke = j, ke
+		case "role":
+			hasRole = true
+		}
+	}
+	var tv, cv []byte
+	if tj >= 0 {
+		tv = ix.valueAt(raw, tj, tke)
+	}
+	if cj >= 0 {
+		cv = ix.valueAt(raw, cj, cke)
+	}
+	if ix.more {
+		tv, cv, hasRole = walkTypeCallRole(raw, ix, tv, cv, hasRole)
+	}
+	return stringOrEmpty(tv), stringOrEmpty(cv), hasRole
+}
+
+// walkTypeCallRole is typeCallRole over the members past the inline
+// index, given what the indexed members said.
+func walkTypeCallRole(raw []byte, ix *index, tv, cv []byte, hasRole bool) ([]byte, []byte, bool) {
+	for i := ix.pastInline(raw); ; {
+		var k, v int
+		if k, v, i = nextMember(raw, i); k < 0 {
+			return tv, cv, hasRole
+		}
+		e := trimSpaceBack(raw, trimSpaceBack(raw, v)-1) - 1 // the name's closing quote
+		name := raw[k+1 : e]
+		if bytes.IndexByte(name, '\\') >= 0 {
+			name = []byte(unescape(name))
+		}
+		switch string(name) {
+		case "type":
+			tv = raw[v:i]
+		case "call_id":
+			cv = raw[v:i]
+		case "role":
+			hasRole = true
+		}
+	}
+}
+
+// valueAt returns the value of indexed member j, whose name ends at ke.
+func (ix *index) valueAt(raw []byte, j, ke int) []byte {
+	v := skipSpace(raw, skipSpace(raw, ke)+1) // past ':'
+	return raw[v:ix.valueEnd(raw, j, v)]
+}
+
+// stringOrEmpty returns the text of the value v when it is a string, and
+// "" otherwise (or when v is nil).
+func stringOrEmpty(v []byte) string {
+	if len(v) == 0 || v[0] != '"' {
+		return ""
+	}
+	return stringValue(v)
+}
+
+// valueEnd returns the end of the value at raw[v] of indexed member j.
+func (ix *index) valueEnd(raw []byte, j, v int) int {
+	switch {
+	case j+1 < int(ix.n):
+		return endBefore(raw, int(ix.at[j+1]))
+	case !ix.more:
+		return trimSpaceBack(raw, int(ix.close))
+	default:
+		return skipValue(raw, v)
+	}
+}
+
+// pastInline returns the index after the value of the last indexed
+// member (after the '{' when none is indexed), where the walk of the
+// members past the index starts.
+func (ix *index) pastInline(raw []byte) int {
+	n := int(ix.n)
+	if n == 0 {
+		return skipSpace(raw, 0) + 1 // after '{'
+	}
+	ke, _ := keyEnd(raw, int(ix.at[n-1]))
+	return skipValue(raw, skipSpace(raw, skipSpace(raw, ke)+1))
+}
+
+// nextMember steps over the member after raw[i] (past the value of the
+// one before it): k is the opening quote of its name, v its value and
+// next the index after the value; k is -1 at the object's end.
+func nextMember(raw []byte, i int) (k, v, next int) {
+	i = skipSpace(raw, i)
+	if raw[i] == '}' {
+		return -1, 0, i
+	}
+	if raw[i] == ',' {
+		i = skipSpace(raw, i+1)
+	}
+	k = i
+	i = skipSpace(raw, skipValue(raw, k)) + 1 // past the key and ':'
+	v = skipSpace(raw, i)
+	return k, v, skipValue(raw, v)
 }
 
 // keyIs reports whether the member name whose opening quote is at raw[k],
@@ -75,33 +189,32 @@ func keyIs(raw []byte, k, v int, key string) bool {
 	// The closing quote: back from the value over whitespace, ':' and
 	// whitespace.
 	e := trimSpaceBack(raw, trimSpaceBack(raw, v)-1) - 1
-	return nameIs(raw[k+1:e], key)
+	name := raw[k+1 : e]
+	return nameIs(name, bytes.IndexByte(name, '\\') >= 0, key)
 }
 
-// nameIs reports whether the body of a member name (between its quotes)
-// decodes to key. An escape only ever makes the body longer than the text
-// it stands for, so the lengths settle most names without a search.
-func nameIs(name []byte, key string) bool {
-	switch {
-	case len(name) == len(key):
-		return string(name) == key && bytes.IndexByte(name, '\\') < 0
-	case len(name) > len(key) && bytes.IndexByte(name, '\\') >= 0:
-		return unescape(name) == key
+// nameIs reports whether the body of a member name (between its quotes),
+// which holds an escape when esc, decodes to key. An escape only ever
+// makes the body longer than the text it stands for.
+func nameIs(name []byte, esc bool, key string) bool {
+	if !esc {
+		return string(name) == key
 	}
-	return false
+	return len(name) > len(key) && unescape(name) == key
 }
 
 // keyEnd returns the index after the closing quote of the member name
-// whose opening quote is at raw[k]. Names are short: a plain loop beats
-// a search call.
-func keyEnd(raw []byte, k int) int {
+// whose opening quote is at raw[k], and whether the name holds an escape.
+// Names are short: a plain loop beats a search call.
+func keyEnd(raw []byte, k int) (end int, esc bool) {
 	i := k + 1
 	for {
 		switch raw[i] {
 		case '"':
-			return i + 1
+			return i + 1, esc
 		case '\\':
 			i += 2 // the escaped byte never ends the name
+			esc = true
 		default:
 			i++
 		}

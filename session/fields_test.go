@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -109,5 +110,44 @@ func FuzzItemFields(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		checkFields(t, b)
+	})
+}
+
+// checkTypeCallRole compares TypeCallRole of the item holding b with
+// Type, CallID and HasField("role").
+func checkTypeCallRole(t testing.TB, b []byte) {
+	it, err := NewItem(b)
+	if err != nil {
+		return
+	}
+	typ, callID, role := it.TypeCallRole()
+	if typ != it.Type() || callID != it.CallID() || role != it.HasField("role") {
+		t.Fatalf("TypeCallRole of %q = %q %q %v, want %q %q %v", b, typ, callID, role, it.Type(), it.CallID(), it.HasField("role"))
+	}
+}
+
+func TestTypeCallRoleMatchesFields(t *testing.T) {
+	seeds := append(slices.Clone(fieldSeeds),
+		`{"type":"t","call_id":"c","role":"r","type":7,"call_id":null}`,
+		`{"\u0072ole":1,"\u0063all_id":"esc","typ\u0065":"e","call_idx":"no","rolex":2,"t":3}`,
+		`{"call_id":"c1","m1":1,"m2":2,"m3":3,"m4":4,"m5":5,"m6":6,"m7":7,"type":"past the index","ca\u006cl_id":"c2","role":null}`,
+		`{"m0":0,"m1":1,"m2":2,"m3":3,"m4":4,"m5":5,"m6":6,"m7":7}`,
+		`{"m0":0,"m1":1,"m2":2,"m3":3,"m4":4,"m5":5,"m6":6,"m7":7,"m8":8}`,
+		`{"type" : "spaced" , "call_id" : "c" }`)
+	for _, s := range seeds {
+		checkTypeCallRole(t, []byte(s))
+	}
+	var zero Item
+	if typ, callID, role := zero.TypeCallRole(); typ != "" || callID != "" || role {
+		t.Errorf("TypeCallRole of the zero Item = %q %q %v", typ, callID, role)
+	}
+}
+
+func FuzzTypeCallRole(f *testing.F) {
+	for _, s := range fieldSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		checkTypeCallRole(t, b)
 	})
 }

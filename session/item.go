@@ -160,6 +160,16 @@ func (it Item) StringField(key string) (string, bool) {
 	return stringValue(raw), true
 }
 
+// TypeCallRole returns Type(), CallID() and HasField("role") together, in
+// one pass over the item's members: what the pairing and dedup rules read
+// of every item.
+func (it Item) TypeCallRole() (typ, callID string, hasRole bool) {
+	if it.d == nil {
+		return "", "", false
+	}
+	return it.d.typeCallRole()
+}
+
 // HasField reports whether the item has top-level key.
 func (it Item) HasField(key string) bool {
 	_, ok := it.Field(key)

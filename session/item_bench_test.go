@@ -42,3 +42,23 @@ func BenchmarkItemAccessors(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkItemFacts is what runstate reads of every item of a turn:
+// Type, CallID and HasField("role"), separately and in one pass.
+func BenchmarkItemFacts(b *testing.B) {
+	it := session.MustItem(`{"type":"function_call","id":"fc_1_2","call_id":"call_1_2","name":"get_weather","arguments":"{\"location\": \"Paris\"}","status":"completed"}`)
+	b.Run("separate", func(b *testing.B) {
+		for b.Loop() {
+			if it.Type() == "" || it.CallID() == "" || it.HasField("role") {
+				b.Fatal("wrong fields")
+			}
+		}
+	})
+	b.Run("TypeCallRole", func(b *testing.B) {
+		for b.Loop() {
+			if typ, callID, role := it.TypeCallRole(); typ == "" || callID == "" || role {
+				b.Fatal("wrong fields")
+			}
+		}
+	})
+}
