@@ -237,6 +237,48 @@ func anchorType(t string) bool {
 // beside them. The caller gives items and fs up: when nothing is dropped
 // or moved, they are returned as they are.
 func dedupe(items []session.Item, fs []facts) ([]session.Item, []facts) {
+	if len(items) <= maxQuick && distinctQuick(items, fs) {
+		return items, fs // nothing to drop or move
+	}
+	return dedupeKeys(items, fs)
+}
+
+// maxQuick is the most items distinctQuick takes.
+const maxQuick = 32
+
+// distinctQuick reports whether no two of at most maxQuick items share a
+// dedup key, telling the keys apart by their hashes alone: it is false
+// (dedupeKeys decides) when two hashes are equal, or when a type holds
+// ':', which would make the hash of one key depend on how it splits.
+func distinctQuick(items []session.Item, fs []facts) bool {
+	var hashes [maxQuick]uint64
+	var table [2 * maxQuick]uint8 // 1 + the index of the item in each slot, 0: empty
+	for i, it := range items {
+		k, ok := dedupeKeyParts(it, &fs[i])
+		if !ok {
+			continue
+		}
+		if strings.IndexByte(k.typ, ':') >= 0 {
+			return false
+		}
+		h := k.hash()
+		hashes[i] = h
+		for j := h % uint64(len(table)); ; j = (j + 1) % uint64(len(table)) {
+			e := table[j]
+			if e == 0 {
+				table[j] = uint8(i + 1)
+				break
+			}
+			if hashes[e-1] == h {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// dedupeKeys is dedupe with the keys compared in full.
+func dedupeKeys(items []session.Item, fs []facts) ([]session.Item, []facts) {
 	// Per key: the latest item and the position it is kept at.
 	type kept struct {
 		it  session.Item

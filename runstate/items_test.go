@@ -186,6 +186,23 @@ func TestDedupeAgainstReference(t *testing.T) {
 	require.NotZero(t, repeated)
 }
 
+// TestDedupeQuickCheck: the batches dedupe tells apart by their keys'
+// hashes alone are those without a repeated key, on the cases that check
+// must not get wrong: one key split two ways, keys whose hashes are equal
+// (the same id, types of one length), a call and its output (one id, two
+// keys), a repeated call.
+func TestDedupeQuickCheck(t *testing.T) {
+	for _, batch := range [][]session.Item{
+		items(session.MustItem(`{"type":"a:b","id":"c"}`), assistant("x"), session.MustItem(`{"type":"a","id":"b:c"}`)),
+		items(session.MustItem(`{"type":"abc","id":"x"}`), session.MustItem(`{"type":"abd","id":"x"}`)),
+		items(session.MustItem(`{"type":"abc","id":"x"}`), session.MustItem(`{"type":"abd","id":"x"}`), session.MustItem(`{"type":"abc","id":"x","v":2}`)),
+		items(call("c1"), output("c1"), call("c2"), output("c2")),
+		items(call("c1"), output("c1"), session.MustItem(`{"type":"function_call","call_id":"c1","name":"later"}`)),
+	} {
+		require.Equal(t, strs(referenceDedupe(batch)), strs(runstate.Dedupe(batch)), "batch %v", strs(batch))
+	}
+}
+
 // TestAnsweredCheckReads: a save reads the session for the answered-call
 // check only when an output's call is not in the batch, before or after
 // the output.
