@@ -330,6 +330,16 @@ func (cp *Checkpoint) writeSchema(w *PendingWrite, terminal bool) string {
 // A final-output step is written as null, as Python does; a record still
 // standing with it therefore makes a document Load refuses (fail closed).
 func (cp *Checkpoint) MarshalJSON() ([]byte, error) {
+	doc, shared, err := cp.marshal()
+	if shared {
+		doc = bytes.Clone(doc)
+	}
+	return doc, err
+}
+
+// marshal is MarshalJSON without the copy of a document taken from the
+// memo: shared says doc is the memo's, to be read and never kept.
+func (cp *Checkpoint) marshal() (doc []byte, shared bool, err error) {
 	w := cp.Pending
 	if w == nil {
 		w = cp.claimed // a claimed batch is on the checkpoint until a save settles it
@@ -337,16 +347,17 @@ func (cp *Checkpoint) MarshalJSON() ([]byte, error) {
 	terminal := cp.Terminal || w != nil && !cp.Step.Kind.resumable()
 	label := cp.writeSchema(w, terminal)
 	if !supported(label) {
-		return nil, fmt.Errorf("%w: unsupported schema %q", ErrInvalidState, label)
+		return nil, false, fmt.Errorf("%w: unsupported schema %q", ErrInvalidState, label)
 	}
 	if !cp.Step.Kind.known() {
-		return nil, fmt.Errorf("%w: unknown step kind %q", ErrInvalidState, cp.Step.Kind)
+		return nil, false, fmt.Errorf("%w: unknown step kind %q", ErrInvalidState, cp.Step.Kind)
 	}
 	if cp.PersistedCount < 0 {
-		return nil, fmt.Errorf("%w: negative persisted count %d", ErrInvalidState, cp.PersistedCount)
+		return nil, false, fmt.Errorf("%w: negative persisted count %d", ErrInvalidState, cp.PersistedCount)
 	}
 	if brokenWriter {
-		return cp.marshalUnchecked(w, terminal, label)
+		doc, err := cp.marshalUnchecked(w, terminal, label)
+		return doc, false, err
 	}
 	step := cp.Step.encode()
 	// A copy of the members, room made for the modelled ones: members are
@@ -364,11 +375,11 @@ func (cp *Checkpoint) MarshalJSON() ([]byte, error) {
 	if w != nil {
 		raw, err := w.encode()
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		// The record must be one Load accepts, by Load's own rules.
 		if _, err := checkPending(label, ruleStepFor(cp.Step.Kind, terminal), raw, w.Items); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidState, err)
+			return nil, false, fmt.Errorf("%w: %w", ErrInvalidState, err)
 		}
 		ms = setMember(ms, keyPending, raw)
 	} else {
@@ -386,27 +397,27 @@ func (cp *Checkpoint) MarshalJSON() ([]byte, error) {
 	run := cp.run.encode(cp.pendingIDs())
 	var out []byte
 	if m := cp.memo; w == nil && m != nil && sameMembers(m.ms, ms) {
-		out = bytes.Clone(m.out)
+		out, shared = m.out, true
 	} else {
 		var err error
 		if out, err = pythonLayout(encodeObject(ms)); err != nil {
-			return nil, fmt.Errorf("runstate: encode checkpoint: %w", err)
+			return nil, false, fmt.Errorf("runstate: encode checkpoint: %w", err)
 		}
 		if w == nil { // small: no batch on it
 			cp.memo = &encoded{ms: cloneMembers(ms), out: bytes.Clone(out)}
 		}
 	}
 	if run == nil {
-		return out, nil
+		return out, shared, nil
 	}
 	if spliced, ok := cp.splice(out, run); ok {
-		return spliced, nil
+		return spliced, false, nil
 	}
-	out, err := pythonLayout(encodeObject(setMember(ms, keyRun, run)))
+	out, err = pythonLayout(encodeObject(setMember(ms, keyRun, run)))
 	if err != nil {
-		return nil, fmt.Errorf("runstate: encode checkpoint: %w", err)
+		return nil, false, fmt.Errorf("runstate: encode checkpoint: %w", err)
 	}
-	return out, nil
+	return out, false, nil
 }
 
 // splice is spliceMember of the Run's member, its layout kept from the

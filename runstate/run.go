@@ -717,7 +717,7 @@ func (r *Run) reload(ctx context.Context) error {
 
 // sync saves the checkpoint when it differs from the stored document.
 func (r *Run) sync(ctx context.Context) error {
-	doc, err := r.cp.MarshalJSON()
+	doc, shared, err := r.cp.marshal()
 	if err != nil {
 		return err
 	}
@@ -726,6 +726,9 @@ func (r *Run) sync(ctx context.Context) error {
 	}
 	if r.version == 0 && bytes.Equal(doc, blankDoc()) {
 		return nil // nothing happened yet: Open on a new run stores nothing
+	}
+	if shared {
+		doc = bytes.Clone(doc)
 	}
 	return r.put(ctx, doc)
 }

@@ -160,7 +160,7 @@ func (cp *Checkpoint) Save(ctx context.Context, s session.Session, args SaveArgs
 		}
 		cp.Pending = &PendingWrite{
 			SessionID:      s.SessionID(),
-			Items:          slices.Clone(toSave),
+			Items:          toSave, // Save's own slice, changed no more
 			PersistedCount: cp.PersistedCount + count,
 		}
 		if args.settlingHeld {
