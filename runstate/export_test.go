@@ -36,6 +36,18 @@ func Dedupe(items []session.Item) []session.Item {
 	return out
 }
 
+// FactsForAgree reports whether factsFor gives each of items the facts
+// factsOf looks up for it alone.
+func FactsForAgree(items []session.Item) bool {
+	fs := factsFor(nil, items)
+	for i, it := range items {
+		if fs[i] != factsOf(it) {
+			return false
+		}
+	}
+	return true
+}
+
 // PairKeysOf is the call key and the answered key of it as the save's
 // passes read them, from its facts.
 func PairKeysOf(it session.Item) (call history.PairKey, isCall bool, answered history.PairKey, isAnswer bool) {

@@ -162,19 +162,37 @@ type facts struct {
 func factsOf(it session.Item) facts {
 	var f facts
 	f.typ, f.callID, f.role = it.TypeCallRole()
+	f.setTypeFacts()
+	return f
+}
+
+// setTypeFacts sets the facts that follow from f.typ alone.
+func (f *facts) setTypeFacts() {
 	if f.typ == "message" {
-		return f
+		return
 	}
 	if _, f.call = history.OutputTypeFor(f.typ); !f.call {
 		f.answers, f.output = history.CallTypeFor(f.typ)
 	}
-	return f
 }
 
-// factsFor returns dst with the facts of each item appended.
+// factsFor returns dst with the facts of each item appended. A turn
+// mostly alternates a call type and its output type: the facts of an
+// item of the type of one of the two items before it are copied from
+// there, not looked up in the call/output table.
 func factsFor(dst []facts, items []session.Item) []facts {
-	for _, it := range items {
-		dst = append(dst, factsOf(it))
+	for i, it := range items {
+		var f facts
+		f.typ, f.callID, f.role = it.TypeCallRole()
+		switch n := len(dst); {
+		case i > 0 && dst[n-1].typ == f.typ:
+			f.answers, f.call, f.output = dst[n-1].answers, dst[n-1].call, dst[n-1].output
+		case i > 1 && dst[n-2].typ == f.typ:
+			f.answers, f.call, f.output = dst[n-2].answers, dst[n-2].call, dst[n-2].output
+		default:
+			f.setTypeFacts()
+		}
+		dst = append(dst, f)
 	}
 	return dst
 }

@@ -203,6 +203,21 @@ func TestDedupeQuickCheck(t *testing.T) {
 	}
 }
 
+// TestFactsForAgrees: the facts factsFor copies from an item before of
+// the same type are those looked up, on a batch whose types repeat one and
+// two items apart, and not at all.
+func TestFactsForAgrees(t *testing.T) {
+	batch := items(call("c1"), output("c1"), call("c2"), output("c2"), assistant("a"), reasoning("rs_1"),
+		session.MustItem(`{"type":"custom_tool_call","call_id":"c3","role":"x"}`), assistant("b"),
+		session.MustItem(`{"type":"custom_tool_call_output","call_id":"c3"}`), session.MustItem(`{"id":"untyped"}`),
+		session.MustItem(`{"type":7}`), session.MustItem(`{"type":"mcp_approval_request","id":"m1"}`),
+		session.MustItem(`{"type":"mcp_approval_response","approval_request_id":"m1"}`), output("c1"), output("c2"))
+	require.True(t, runstate.FactsForAgree(batch))
+	for i := range batch {
+		require.True(t, runstate.FactsForAgree(batch[i:]), "from item %d", i)
+	}
+}
+
 // TestAnsweredCheckReads: a save reads the session for the answered-call
 // check only when an output's call is not in the batch, before or after
 // the output.
