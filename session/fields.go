@@ -128,8 +128,18 @@ func walkTypeCallRole(raw []byte, ix *index, tv, cv []byte, hasRole bool) ([]byt
 }
 
 // valueAt returns the value of indexed member j, whose name ends at ke.
+// Most items are compact: ':' just after the name, ',' just after the
+// value (no value ends in whitespace or a byte below it).
 func (ix *index) valueAt(raw []byte, j, ke int) []byte {
-	v := skipSpace(raw, skipSpace(raw, ke)+1) // past ':'
+	v := ke + 1
+	if raw[ke] != ':' || raw[v] <= ' ' {
+		v = skipSpace(raw, skipSpace(raw, ke)+1)
+	}
+	if j+1 < int(ix.n) {
+		if end := int(ix.at[j+1]) - 1; raw[end] == ',' && raw[end-1] > ' ' {
+			return raw[v:end]
+		}
+	}
 	return raw[v:ix.valueEnd(raw, j, v)]
 }
 
