@@ -2,7 +2,6 @@ package runstate
 
 import (
 	"encoding/json"
-	"hash/maphash"
 	"strings"
 
 	"github.com/agentsessions/sessions/history"
@@ -211,10 +210,29 @@ func (k keyParts) canonical() keyParts {
 	return k
 }
 
-// hash is distinctKeys' hash of k: its id's, told apart from the other
-// keys of the id (a call's and its output's) by their lengths.
+// hash is the hash distinctQuick and distinctKeys put k under, the table
+// slot in its top bits: the first and last eight bytes of its id and the
+// lengths of its parts (which tell a call's key from its output's). Ids
+// are mostly random at one end or the other; keys that share a hash cost
+// only speed (distinctQuick hands them to the full comparison).
 func (k keyParts) hash() uint64 {
-	return maphash.String(keySeed, k.id) + uint64(len(k.prefix)<<8+len(k.typ))
+	id := k.id
+	h := uint64(len(k.prefix)<<16 | len(k.typ)<<8 | len(id)&0xff)
+	if len(id) >= 8 {
+		h ^= le64(id[:8])*0x9e3779b97f4a7c15 ^ le64(id[len(id)-8:])
+	} else {
+		for i := 0; i < len(id); i++ {
+			h = h<<8 ^ uint64(id[i])
+		}
+	}
+	return h * 0xbf58476d1ce4e5b9
+}
+
+// le64 is the little-endian uint64 of the eight bytes of s.
+func le64(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 // dedupeKeyParts is dedupeKey with the key left in parts, from it and its
@@ -270,7 +288,7 @@ const maxQuick = 32
 // ':', which would make the hash of one key depend on how it splits.
 func distinctQuick(items []session.Item, fs []facts) bool {
 	var hashes [maxQuick]uint64
-	var table [2 * maxQuick]uint8 // 1 + the index of the item in each slot, 0: empty
+	var table [64]uint8 // 1 + the index of the item in each slot, 0: empty; at most half full
 	for i, it := range items {
 		k, ok := dedupeKeyParts(it, &fs[i])
 		if !ok {
@@ -281,7 +299,7 @@ func distinctQuick(items []session.Item, fs []facts) bool {
 		}
 		h := k.hash()
 		hashes[i] = h
-		for j := h % uint64(len(table)); ; j = (j + 1) % uint64(len(table)) {
+		for j := h >> 58; ; j = (j + 1) & 63 { // from the slot in h's top 6 bits
 			e := table[j]
 			if e == 0 {
 				table[j] = uint8(i + 1)
@@ -364,7 +382,7 @@ func distinctKeys(keys []keyParts) bool {
 		if k == (keyParts{}) {
 			continue
 		}
-		for j := k.hash() & 63; ; j = (j + 1) & 63 {
+		for j := k.hash() >> 58; ; j = (j + 1) & 63 { // from the slot in h's top 6 bits
 			e := table[j]
 			if e == 0 {
 				table[j] = uint8(i + 1)
@@ -377,6 +395,3 @@ func distinctKeys(keys []keyParts) bool {
 	}
 	return true
 }
-
-// keySeed seeds distinctKeys' hash.
-var keySeed = maphash.MakeSeed()
