@@ -124,10 +124,11 @@ func truthy(it session.Item, key string) bool {
 	return true
 }
 
-// forSession converts items for saving to s: policy applied (forced to
-// nil for a Conversations-like session).
-func forSession(s session.Session, items []session.Item, policy *Policy) []session.Item {
-	if isConversation(s) {
+// forSession converts items for saving to a session, Conversations-like
+// when conversation (isConversation): policy applied (forced to nil for a
+// Conversations-like session).
+func forSession(conversation bool, items []session.Item, policy *Policy) []session.Item {
+	if conversation {
 		policy = nil
 	}
 	return convert(items, policy)

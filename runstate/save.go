@@ -113,8 +113,8 @@ func (cp *Checkpoint) Save(ctx context.Context, s session.Session, args SaveArgs
 	}
 	readded, newRun := sliceTurn(args.NewItems, already, args.Slice)
 	conversation := isConversation(s)
-	ignoreIDs := isConversation(s)
-	converted := forSession(s, newRun, args.Policy)
+	ignoreIDs := conversation
+	converted := forSession(conversation, newRun, args.Policy)
 
 	toSave := converted // convert's own slice
 	if len(args.Input) > 0 {
