@@ -524,13 +524,14 @@ func (cp *Checkpoint) marshalUnchecked(w *PendingWrite, terminal bool, label str
 var (
 	nullJSON     = json.RawMessage("null")
 	runAgainJSON = encodeObject([]member{{Key: "type", Value: encodeString(string(StepRunAgain))}})
-	// labelsJSON are the supported labels encoded as JSON strings.
-	labelsJSON = func() map[string]json.RawMessage {
-		m := map[string]json.RawMessage{}
-		for _, l := range supportedSchemas() {
-			m[l] = encodeString(l)
+	// labelsJSON are the supported labels encoded as JSON strings, in the
+	// order of schemaSummaries.
+	labelsJSON = func() []json.RawMessage {
+		out := make([]json.RawMessage, len(schemaSummaries))
+		for i, s := range schemaSummaries {
+			out[i] = encodeString(s.label)
 		}
-		return m
+		return out
 	}()
 	// smallCountsJSON are the persisted counts a turn usually reaches.
 	smallCountsJSON = func() []json.RawMessage {
@@ -544,7 +545,8 @@ var (
 
 // labelJSON returns label encoded as a JSON string.
 func labelJSON(label string) json.RawMessage {
-	if b, ok := labelsJSON[label]; ok {
+	if i := schemaIndex(label); i >= 0 {
+		b := labelsJSON[i]
 		return b[:len(b):len(b)]
 	}
 	return encodeString(label)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"slices"
 )
 
 var errNotObject = errors.New("not a JSON object")
@@ -220,8 +221,12 @@ func setMember(ms []member, key string, v json.RawMessage) []member {
 }
 
 func deleteMember(ms []member, key string) []member {
-	out := ms[:0]
-	for _, m := range ms {
+	i := slices.IndexFunc(ms, func(m member) bool { return m.Key == key })
+	if i < 0 {
+		return ms // mostly: nothing is written when there is nothing to delete
+	}
+	out := ms[:i]
+	for _, m := range ms[i+1:] {
 		if m.Key != key {
 			out = append(out, m)
 		}

@@ -51,12 +51,21 @@ func supportedSchemas() []string {
 
 // schemaSummary returns the one-line summary of a supported label.
 func schemaSummary(label string) (string, bool) {
-	for _, s := range schemaSummaries {
-		if s.label == label {
-			return s.summary, true
-		}
+	if i := schemaIndex(label); i >= 0 {
+		return schemaSummaries[i].summary, true
 	}
 	return "", false
+}
+
+// schemaIndex returns the index of label in schemaSummaries, -1 when it is
+// not supported. It searches newest first: the labels written most.
+func schemaIndex(label string) int {
+	for i := len(schemaSummaries) - 1; i >= 0; i-- {
+		if schemaSummaries[i].label == label {
+			return i
+		}
+	}
+	return -1
 }
 
 // schemaVersion is a parsed label, compared numerically on (major, minor).
@@ -100,8 +109,7 @@ func compareSchemas(a, b string) int {
 }
 
 func supported(label string) bool {
-	_, ok := schemaSummary(label)
-	return ok
+	return schemaIndex(label) >= 0
 }
 
 // The four keys every pending write carries.
