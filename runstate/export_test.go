@@ -48,6 +48,16 @@ func FactsForAgree(items []session.Item) bool {
 	return true
 }
 
+// BatchPairKeys is the call keys and the answered keys of batch as the
+// answered check collects them.
+func BatchPairKeys(batch []session.Item) (calls, answered []history.PairKey) {
+	calls, outputs := pairsOf(batch, factsFor(nil, batch), nil, nil)
+	for _, o := range outputs {
+		answered = append(answered, o.key)
+	}
+	return calls, answered
+}
+
 // PairKeysOf is the call key and the answered key of it as the save's
 // passes read them, from its facts.
 func PairKeysOf(it session.Item) (call history.PairKey, isCall bool, answered history.PairKey, isAnswer bool) {

@@ -233,11 +233,12 @@ func TestAnsweredCheckReads(t *testing.T) {
 }
 
 // TestItemFacts: the dedup key and the pairing keys the save's passes
-// take from an item's facts (each member looked up once) are those read
-// plainly from the item, on items that take each branch: calls and outputs
+// take from an item's facts (each member looked up once), alone and in a
+// batch, are those read plainly from the item, on items that take each branch: calls and outputs
 // with and without a string call_id, with a role, the outputs whose call
 // is named by "id", MCP approvals, messages, the placeholder id.
 func TestItemFacts(t *testing.T) {
+	var batch []session.Item
 	for _, raw := range []string{
 		`{"type":"function_call","call_id":"c1","id":"fc_1","name":"f"}`,
 		`{"type":"function_call","call_id":"","id":"fc_1"}`,
@@ -266,6 +267,7 @@ func TestItemFacts(t *testing.T) {
 		`{}`,
 	} {
 		it := session.MustItem(raw)
+		batch = append(batch, it)
 		k, ok := runstate.DedupeKey(it)
 		wk, wok := referenceDedupeKey(it)
 		assert.Equal(t, wok, ok, "%s: keyed", raw)
@@ -278,6 +280,19 @@ func TestItemFacts(t *testing.T) {
 		assert.Equal(t, wIsAnswer, isAnswer, "%s: an output", raw)
 		assert.Equal(t, wa, answered, "%s: answered key", raw)
 	}
+	// The answered check collects the same keys from a batch of them.
+	var wantCalls, wantAnswered []history.PairKey
+	for _, it := range batch {
+		if k, ok := history.CallKey(it); ok {
+			wantCalls = append(wantCalls, k)
+		}
+		if k, ok := history.AnsweredKey(it); ok {
+			wantAnswered = append(wantAnswered, k)
+		}
+	}
+	calls, answered := runstate.BatchPairKeys(batch)
+	assert.Equal(t, wantCalls, calls)
+	assert.Equal(t, wantAnswered, answered)
 }
 
 // referenceDedupeKey is the dedup key of semantics §1.5 read plainly from

@@ -422,21 +422,9 @@ func dropAnswered(ctx context.Context, s session.Session, batch []session.Item, 
 	// A turn holds a few calls and outputs: slices on the stack. An output
 	// most often answers a call just before it: its calls are searched back
 	// from there.
-	type output struct {
-		key   history.PairKey
-		calls int // how many calls come before it
-	}
 	var callsBuf [16]history.PairKey
-	var outputsBuf [16]output
-	calls, outputs := callsBuf[:0], outputsBuf[:0]
-	for i, it := range batch {
-		if k, ok := callKeyOf(it, &fs[i]); ok {
-			calls = append(calls, k)
-		}
-		if k, ok := answeredKeyOf(it, &fs[i]); ok {
-			outputs = append(outputs, output{k, len(calls)})
-		}
-	}
+	var outputsBuf [16]pairOutput
+	calls, outputs := pairsOf(batch, fs, callsBuf[:0], outputsBuf[:0])
 	missing := outputs[:0] // the outputs whose calls are not in the batch
 	for _, o := range outputs {
 		if !hasCall(calls, o.key, o.calls) {
@@ -472,6 +460,39 @@ func dropAnswered(ctx context.Context, s session.Session, batch []session.Item, 
 		return nil, nil, &AnsweredError{SessionID: s.SessionID(), CallIDs: refused}
 	}
 	return kept, tail, nil
+}
+
+// pairOutput is an output's answered key and how many calls come before
+// it in its batch.
+type pairOutput struct {
+	key   history.PairKey
+	calls int
+}
+
+// pairsOf appends to calls the call keys of batch (history.CallKey) and to
+// outputs its outputs' answered keys (history.AnsweredKey), from the
+// items' facts fs where they say them.
+func pairsOf(batch []session.Item, fs []facts, calls []history.PairKey, outputs []pairOutput) ([]history.PairKey, []pairOutput) {
+	for i, it := range batch {
+		f := &fs[i]
+		if f.typ == history.TypeMCPApprovalRequest || f.typ == history.TypeMCPApprovalResponse || f.output && f.callID == "" {
+			if k, ok := callKeyOf(it, f); ok {
+				calls = append(calls, k)
+			}
+			if k, ok := answeredKeyOf(it, f); ok {
+				outputs = append(outputs, pairOutput{k, len(calls)})
+			}
+			continue
+		}
+		// Here callKeyOf and answeredKeyOf read nothing but the facts.
+		if f.call && f.callID != "" {
+			calls = append(calls, history.PairKey{Type: f.typ, ID: f.callID})
+		}
+		if f.output {
+			outputs = append(outputs, pairOutput{history.PairKey{Type: f.answers, ID: f.callID}, len(calls)})
+		}
+	}
+	return calls, outputs
 }
 
 // hasCall reports whether calls holds k, searching back from
