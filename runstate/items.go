@@ -291,9 +291,18 @@ func distinctQuick(items []session.Item, fs []facts) bool {
 	var hashes [maxQuick]uint64
 	var table [64]uint8 // 1 + the index of the item in each slot, 0: empty; at most half full
 	for i, it := range items {
-		k, ok := dedupeKeyParts(it, &fs[i])
-		if !ok {
+		f := &fs[i]
+		var k keyParts
+		switch {
+		case f.role || f.typ == "message": // dedupeKeyParts' first two rules
 			continue
+		case (f.call || f.output) && f.callID != "":
+			k = keyParts{"call_id:", f.typ, f.callID}
+		default:
+			var ok bool
+			if k, ok = dedupeKeyParts(it, f); !ok {
+				continue
+			}
 		}
 		if strings.IndexByte(k.typ, ':') >= 0 {
 			return false
