@@ -192,7 +192,7 @@ func (s *Session) commitFenced(ctx context.Context, p processor, items []session
 	fence.SetFirstKeyPos(3)
 	_, err := p.TxPipelined(ctx, func(tx goredis.Pipeliner) error {
 		_ = tx.Process(ctx, onceInt{push})
-		_ = tx.Process(ctx, once{fence})
+		_ = tx.Process(ctx, onceCmd{fence})
 		return nil
 	})
 	if err = txSent(err, push, fence); err != nil && (!answered(err) || errors.Is(err, session.ErrOutcomeUnknown)) {

@@ -34,6 +34,7 @@ const heldIdle = time.Second
 type held struct {
 	conn    *goredis.Conn
 	name    string
+	vf, df  string // the checkpoint's version and document fields
 	version int64
 	length  int64       // the list's length when the WATCH began
 	timer   *time.Timer // closes the connection after the idle window
@@ -143,22 +144,22 @@ func (s *Session) commitHeld(ctx context.Context, items []session.Item, name str
 	ck := s.all[len(s.all)-1]
 	multi := goredis.NewStatusCmd(ctx, "multi")
 	push := goredis.NewCmd(ctx, s.pushArgs("rpush", items)...)
-	set := goredis.NewCmd(ctx, "hset", ck, "v:"+name, next, "d:"+name, doc)
+	set := goredis.NewCmd(ctx, "hset", ck, h.vf, next, h.df, doc)
 	exec := goredis.NewSliceCmd(ctx, "exec")
-	watch, llen, ver := s.watchCmds(ctx, name)
+	watch, llen, ver := s.watchCmds(ctx, h.vf)
 	_, _ = h.conn.Pipelined(ctx, func(p goredis.Pipeliner) error {
-		_ = p.Process(ctx, once{multi})
-		_ = p.Process(ctx, once{push})
-		_ = p.Process(ctx, once{set})
+		_ = p.Process(ctx, onceStatus{multi})
+		_ = p.Process(ctx, onceCmd{push})
+		_ = p.Process(ctx, onceCmd{set})
 		if s.st.ttlMS > 0 {
 			for _, k := range s.all {
-				_ = p.Process(ctx, once{goredis.NewCmd(ctx, "pexpire", k, s.st.ttlMS)})
+				_ = p.Process(ctx, onceCmd{goredis.NewCmd(ctx, "pexpire", k, s.st.ttlMS)})
 			}
 		}
-		_ = p.Process(ctx, once{exec})
-		_ = p.Process(ctx, once{watch})
-		_ = p.Process(ctx, once{llen})
-		_ = p.Process(ctx, once{ver})
+		_ = p.Process(ctx, onceSlice{exec})
+		_ = p.Process(ctx, onceStatus{watch})
+		_ = p.Process(ctx, onceInt{llen})
+		_ = p.Process(ctx, onceString{ver})
 		return nil
 	})
 	length := h.length
@@ -227,13 +228,13 @@ func (s *Session) heldError(name string, err error) error {
 }
 
 // watchCmds returns the commands that start a watch: WATCH of the items
-// list and the checkpoint hash, then the list's length and the version of
-// checkpoint name, read under the WATCH.
-func (s *Session) watchCmds(ctx context.Context, name string) (*goredis.StatusCmd, *goredis.IntCmd, *goredis.StringCmd) {
+// list and the checkpoint hash, then the list's length and the checkpoint's
+// version (its field vf), read under the WATCH.
+func (s *Session) watchCmds(ctx context.Context, vf string) (*goredis.StatusCmd, *goredis.IntCmd, *goredis.StringCmd) {
 	ck := s.all[len(s.all)-1]
 	return goredis.NewStatusCmd(ctx, "watch", s.keys[0], ck),
 		goredis.NewIntCmd(ctx, "llen", s.keys[0]),
-		goredis.NewStringCmd(ctx, "hget", ck, "v:"+name)
+		goredis.NewStringCmd(ctx, "hget", ck, vf)
 }
 
 // rearm keeps h watching at version when the WATCH began with the list
@@ -268,8 +269,8 @@ func (s *Session) holdAfter(ctx context.Context, name string, version int64) {
 	if !s.st.held.reserve(s, s.st.heldCap) {
 		return
 	}
-	h := &held{conn: c.EphemeralConn(), name: name}
-	watch, llen, ver := s.watchCmds(ctx, name)
+	h := &held{conn: c.EphemeralConn(), name: name, vf: "v:" + name, df: "d:" + name}
+	watch, llen, ver := s.watchCmds(ctx, h.vf)
 	_, _ = h.conn.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		_ = p.Process(ctx, watch)
 		_ = p.Process(ctx, llen)

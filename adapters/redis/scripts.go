@@ -585,24 +585,30 @@ var (
 	loadCheckpointScript   = newScript(loadCheckpointSrc)
 )
 
-// once wraps a command that must reach the server at most once. go-redis
+// once: the types onceCmd, onceInt, onceStatus, onceSlice and onceString
+// wrap a command that must reach the server at most once. go-redis
 // resends a command after some network errors (io.EOF after the write; on
 // a ClusterClient also after a read timeout), even though the server may
 // already have run it; for EVALSHA of the append script or for RPOP that
 // would append a batch twice or drop an item. NoRetry stops that: such a
 // failure is returned to the caller instead. Redirections (MOVED/ASK) are
-// still followed: the redirecting node did not run the command.
-type once struct{ goredis.Cmder }
+// still followed: the redirecting node did not run the command. There is
+// one type per type of command, each one pointer wide, so that passing it
+// as a Cmder does not allocate.
+type (
+	onceCmd    struct{ *goredis.Cmd }
+	onceInt    struct{ *goredis.IntCmd }
+	onceStatus struct{ *goredis.StatusCmd }
+	onceSlice  struct{ *goredis.SliceCmd }
+	onceString struct{ *goredis.StringCmd }
+)
 
 // NoRetry reports true: the command is never resent.
-func (once) NoRetry() bool { return true }
-
-// onceInt is once for an IntCmd, one pointer wide so that passing it as a
-// Cmder does not allocate.
-type onceInt struct{ *goredis.IntCmd }
-
-// NoRetry reports true: the command is never resent.
-func (onceInt) NoRetry() bool { return true }
+func (onceCmd) NoRetry() bool    { return true }
+func (onceInt) NoRetry() bool    { return true }
+func (onceStatus) NoRetry() bool { return true }
+func (onceSlice) NoRetry() bool  { return true }
+func (onceString) NoRetry() bool { return true }
 
 // evalArgs returns the arguments of EVAL or EVALSHA.
 func evalArgs(verb, body string, keys []string, nargs int) []any {
@@ -637,7 +643,7 @@ func eval(ctx context.Context, p processor, verb, body string, keys []string, ar
 	args := append(evalArgs(verb, body, keys, len(argv)), argv...)
 	cmd := goredis.NewCmd(ctx, args...)
 	cmd.SetFirstKeyPos(3)
-	_ = p.Process(ctx, once{cmd})
+	_ = p.Process(ctx, onceCmd{cmd})
 	return cmd
 }
 
