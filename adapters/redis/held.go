@@ -33,6 +33,7 @@ const heldIdle = time.Second
 // the checkpoint name was at version and the list existed.
 type held struct {
 	conn    *goredis.Conn
+	pipe    goredis.Pipeliner // conn's, for every commit
 	name    string
 	vf, df  string // the checkpoint's version and document fields
 	version int64
@@ -147,21 +148,16 @@ func (s *Session) commitHeld(ctx context.Context, items []session.Item, name str
 	set := goredis.NewCmd(ctx, "hset", ck, h.vf, next, h.df, doc)
 	exec := goredis.NewSliceCmd(ctx, "exec")
 	watch, llen, ver := s.watchCmds(ctx, h.vf)
-	_, _ = h.conn.Pipelined(ctx, func(p goredis.Pipeliner) error {
-		_ = p.Process(ctx, onceStatus{multi})
-		_ = p.Process(ctx, onceCmd{push})
-		_ = p.Process(ctx, onceCmd{set})
-		if s.st.ttlMS > 0 {
-			for _, k := range s.all {
-				_ = p.Process(ctx, onceCmd{goredis.NewCmd(ctx, "pexpire", k, s.st.ttlMS)})
-			}
+	cmds := make([]goredis.Cmder, 0, 7+len(s.all))
+	cmds = append(cmds, onceStatus{multi}, onceCmd{push}, onceCmd{set})
+	if s.st.ttlMS > 0 {
+		for _, k := range s.all {
+			cmds = append(cmds, onceCmd{goredis.NewCmd(ctx, "pexpire", k, s.st.ttlMS)})
 		}
-		_ = p.Process(ctx, onceSlice{exec})
-		_ = p.Process(ctx, onceStatus{watch})
-		_ = p.Process(ctx, onceInt{llen})
-		_ = p.Process(ctx, onceString{ver})
-		return nil
-	})
+	}
+	cmds = append(cmds, onceSlice{exec}, onceStatus{watch}, onceInt{llen}, onceString{ver})
+	_ = h.pipe.BatchProcess(ctx, cmds...)
+	_, _ = h.pipe.Exec(ctx)
 	length := h.length
 	switch merr, err := multi.Err(), exec.Err(); {
 	case merr != nil && answered(merr):
@@ -270,6 +266,7 @@ func (s *Session) holdAfter(ctx context.Context, name string, version int64) {
 		return
 	}
 	h := &held{conn: c.EphemeralConn(), name: name, vf: "v:" + name, df: "d:" + name}
+	h.pipe = h.conn.Pipeline()
 	watch, llen, ver := s.watchCmds(ctx, h.vf)
 	_, _ = h.conn.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		_ = p.Process(ctx, watch)
