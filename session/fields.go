@@ -47,10 +47,29 @@ func (d *itemData) lookup(key string) ([]byte, bool) {
 	}
 }
 
-// typeCallRole is TypeCallRole: one pass over the members, most told
-// apart by their first byte, and a name without escapes compared whole,
-// closing quote and all. Only the last "type" and "call_id" are decoded.
-func (d *itemData) typeCallRole() (typ, callID string, hasRole bool) {
+// typeCallRole is TypeCallRole: the members scanObject noted, when it
+// could (noteName), or else walkNames.
+func (d *itemData) typeCallRole() (typ, callID string, role bool) {
+	raw, ix := d.raw, &d.ix
+	if !ix.more && ix.fl&escName == 0 {
+		// scanObject noted the three (noteName).
+		var tv, cv []byte
+		if j := int(ix.tc&0x0f) - 1; j >= 0 {
+			tv = ix.valueAt(raw, j, int(ix.at[j])+len(`"type"`))
+		}
+		if j := int(ix.tc>>4) - 1; j >= 0 {
+			cv = ix.valueAt(raw, j, int(ix.at[j])+len(`"call_id"`))
+		}
+		return stringOrEmpty(tv), stringOrEmpty(cv), ix.fl&hasRole != 0
+	}
+	return d.walkNames()
+}
+
+// walkNames is typeCallRole where a name may be escaped or members lie
+// past the inline index: one pass over the members, most told apart by
+// their first byte, and a name without escapes compared whole, closing
+// quote and all. Only the last "type" and "call_id" are decoded.
+func (d *itemData) walkNames() (typ, callID string, hasRole bool) {
 	raw, ix := d.raw, &d.ix
 	tj, cj := -1, -1   // the indexed members of the last "type" and "call_id"
 	tke, cke := -1, -1 // the ends of their names

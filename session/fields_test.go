@@ -114,7 +114,8 @@ func FuzzItemFields(f *testing.F) {
 }
 
 // checkTypeCallRole compares TypeCallRole of the item holding b with
-// Type, CallID and HasField("role").
+// Type, CallID and HasField("role"), and with encoding/json's reading, on
+// the names scanObject noted and on the walk over all of them.
 func checkTypeCallRole(t testing.TB, b []byte) {
 	it, err := NewItem(b)
 	if err != nil {
@@ -123,6 +124,19 @@ func checkTypeCallRole(t testing.TB, b []byte) {
 	typ, callID, role := it.TypeCallRole()
 	if typ != it.Type() || callID != it.CallID() || role != it.HasField("role") {
 		t.Fatalf("TypeCallRole of %q = %q %q %v, want %q %q %v", b, typ, callID, role, it.Type(), it.CallID(), it.HasField("role"))
+	}
+	ref := referenceFields(t, b)
+	str := func(k string) string {
+		var s string
+		_ = json.Unmarshal([]byte(ref[k]), &s)
+		return s
+	}
+	_, hasRole := ref["role"]
+	if typ != str("type") || callID != str("call_id") || role != hasRole {
+		t.Fatalf("TypeCallRole of %q = %q %q %v, encoding/json reads %q %q %v", b, typ, callID, role, str("type"), str("call_id"), hasRole)
+	}
+	if wt, wc, wr := it.d.walkNames(); wt != typ || wc != callID || wr != role {
+		t.Fatalf("walkNames of %q = %q %q %v, TypeCallRole %q %q %v", b, wt, wc, wr, typ, callID, role)
 	}
 }
 
@@ -133,7 +147,13 @@ func TestTypeCallRoleMatchesFields(t *testing.T) {
 		`{"call_id":"c1","m1":1,"m2":2,"m3":3,"m4":4,"m5":5,"m6":6,"m7":7,"type":"past the index","ca\u006cl_id":"c2","role":null}`,
 		`{"m0":0,"m1":1,"m2":2,"m3":3,"m4":4,"m5":5,"m6":6,"m7":7}`,
 		`{"m0":0,"m1":1,"m2":2,"m3":3,"m4":4,"m5":5,"m6":6,"m7":7,"m8":8}`,
-		`{"type" : "spaced" , "call_id" : "c" }`)
+		`{"type" : "spaced" , "call_id" : "c" }`,
+		`{"ty\u0070e":"esc","call_\u0069d":"e2","\u0072\u006fle":1,"argument\u0073":"x"}`,
+		`{"type":"plain","t\u0079pe":"escaped last"}`,
+		`{"t\u0079pe":"escaped first","type":"plain last","call_id":1,"call_id":"c"}`,
+		`{"call_id":"before","role":null,"type":"after"}`,
+		`{"typ":"x","types":"y","call_i":"z","call_idd":"w","rol":1,"roles":2,"\"type":3}`,
+		`{"m0":0,"m1":1,"m2":2,"m3":3,"m4":4,"m5":5,"m6":6,"type":"eighth","role":"ninth"}`)
 	for _, s := range seeds {
 		checkTypeCallRole(t, []byte(s))
 	}

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
 	"math/bits"
@@ -25,12 +26,23 @@ const inlineMembers = 8
 // the value's end) is found from these by skipping the key and the
 // whitespace and punctuation around it, so the index costs 4 bytes per
 // member and an itemData fits a 64-byte allocation.
+//
+// It also notes the members TypeCallRole reads (see noteName), so that
+// runstate's look at every item of a turn is two slices and no search.
 type index struct {
 	n     uint8  // members recorded in at
 	more  bool   // the object has members beyond at (or none were recorded)
+	tc    uint8  // 1 + the member j of the last "type" (low 4 bits) and "call_id" (high 4); 0: none
+	fl    uint8  // hasRole, escName
 	close uint32 // offset of the object's closing brace
 	at    [inlineMembers]uint32
 }
+
+// The flags of index.fl.
+const (
+	hasRole = 1 << iota // a member is named "role"
+	escName             // a name holds an escape that may spell one of the three: tc and hasRole do not count
+)
 
 // validObject reports whether b is exactly one JSON object with optional
 // surrounding whitespace, in valid UTF-8 (see scanObject).
@@ -80,9 +92,13 @@ member: // at a member's name
 		return false
 	}
 	if len(stack) == 1 {
-		ix.record(i)
-	}
-	if i = skipStringBody(b, i+1); i < 0 {
+		k := i
+		if i = skipStringBody(b, i+1); i < 0 {
+			return false
+		}
+		ix.record(k)
+		ix.noteName(b, k, i)
+	} else if i = skipStringBody(b, i+1); i < 0 {
 		return false
 	}
 	if i < len(b) && b[i] == ':' {
@@ -190,6 +206,32 @@ func (ix *index) record(k int) {
 		return
 	}
 	ix.more = true
+}
+
+// noteName notes in tc and fl whether the member just recorded, whose
+// name runs from the quote at b[k] to the one at b[e-1], is "type",
+// "call_id" or "role". Only \uXXXX spells a letter or '_' with an escape,
+// so an escaped spelling of one of the three is at least 9 bytes long
+// ("\u0074ype"), and a name of the plain length is the plain name or
+// another one. Past inlineMembers, more makes tc meaningless.
+func (ix *index) noteName(b []byte, k, e int) {
+	switch name := b[k+1 : e-1]; len(name) {
+	case len("type"): // or "role"
+		switch string(name) {
+		case "type":
+			ix.tc = ix.tc&0xf0 | ix.n
+		case "role":
+			ix.fl |= hasRole
+		}
+	case len("call_id"):
+		if string(name) == "call_id" {
+			ix.tc = ix.tc&0x0f | ix.n<<4
+		}
+	default:
+		if len(name) >= len(`\u0074ype`) && bytes.IndexByte(name, '\\') >= 0 {
+			ix.fl |= escName
+		}
+	}
 }
 
 func skipSpace(b []byte, i int) int {

@@ -259,7 +259,9 @@ func TestScanObjectMatchesPrev(t *testing.T) {
 func checkSamePrev(t *testing.T, b []byte) {
 	t.Helper()
 	var got, want index
-	if g, w := scanObject(b, &got), scanObjectPrev(b, &want); g != w || (g && got != want) {
+	g, w := scanObject(b, &got), scanObjectPrev(b, &want)
+	got.tc, got.fl = 0, 0 // the names noted for TypeCallRole: checkTypeCallRole checks them
+	if g != w || (g && got != want) {
 		t.Fatalf("scanObject(%.80q) = %v %+v, previous scanner %v %+v", b, g, got, w, want)
 	}
 }
