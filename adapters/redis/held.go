@@ -35,10 +35,43 @@ type held struct {
 	conn    *goredis.Conn
 	pipe    goredis.Pipeliner // conn's, for every commit
 	name    string
-	vf, df  string // the checkpoint's version and document fields
 	version int64
 	length  int64       // the list's length when the WATCH began
 	timer   *time.Timer // closes the connection after the idle window
+	args    heldArgs
+	cmds    []goredis.Cmder // a commit's commands
+}
+
+// heldArgs are the arguments of a held connection's commands, made once
+// with the connection: go-redis keeps the slice a command is made with,
+// and no command outlives the commit or watch that sends it.
+type heldArgs struct {
+	multi, exec        []any
+	push               []any   // RPUSH, then each commit's items
+	set                []any   // HSET of the version and document, both set by each commit
+	expire             [][]any // PEXPIRE of each key, with a TTL
+	watch, llen, check []any   // WATCH, LLEN of the list, HGET of the version
+}
+
+// newHeld returns s's held connection conn for the checkpoint name.
+func (s *Session) newHeld(conn *goredis.Conn, name string) *held {
+	list, ck, vf := s.keys[0], s.all[len(s.all)-1], "v:"+name
+	h := &held{conn: conn, pipe: conn.Pipeline(), name: name, args: heldArgs{
+		multi: []any{"multi"},
+		exec:  []any{"exec"},
+		push:  []any{"rpush", list},
+		set:   []any{"hset", ck, vf, nil, "d:" + name, nil},
+		watch: []any{"watch", list, ck},
+		llen:  []any{"llen", list},
+		check: []any{"hget", ck, vf},
+	}}
+	if s.st.ttlMS > 0 {
+		for _, k := range s.all {
+			h.args.expire = append(h.args.expire, []any{"pexpire", k, s.st.ttlMS})
+		}
+	}
+	h.cmds = make([]goredis.Cmder, 0, 7+len(h.args.expire))
+	return h
 }
 
 // holder is a Session's held connection, if any, and when its last
@@ -141,23 +174,22 @@ func (s *Session) commitHeld(ctx context.Context, items []session.Item, name str
 		s.release() // idle too long, or the caller's version is not the one watched
 		return 0, false, nil
 	}
-	next := strconv.FormatInt(version+1, 10)
-	ck := s.all[len(s.all)-1]
-	multi := goredis.NewStatusCmd(ctx, "multi")
-	push := goredis.NewCmd(ctx, s.pushArgs("rpush", items)...)
-	set := goredis.NewCmd(ctx, "hset", ck, h.vf, next, h.df, doc)
-	exec := goredis.NewSliceCmd(ctx, "exec")
-	watch, llen, ver := s.watchCmds(ctx, h.vf)
-	cmds := make([]goredis.Cmder, 0, 7+len(s.all))
-	cmds = append(cmds, onceStatus{multi}, onceCmd{push}, onceCmd{set})
-	if s.st.ttlMS > 0 {
-		for _, k := range s.all {
-			cmds = append(cmds, onceCmd{goredis.NewCmd(ctx, "pexpire", k, s.st.ttlMS)})
-		}
+	h.fill(items, doc, version+1)
+	a := &h.args
+	multi, exec := goredis.NewStatusCmd(ctx, a.multi...), goredis.NewSliceCmd(ctx, a.exec...)
+	watch, llen, ver := h.watchCmds(ctx)
+	// The commands between MULTI and EXEC answer QUEUED, or an integer
+	// if the MULTI was refused: a StatusCmd reads either, and their
+	// values are not used.
+	cmds := append(h.cmds[:0], onceStatus{multi},
+		onceStatus{goredis.NewStatusCmd(ctx, a.push...)}, onceStatus{goredis.NewStatusCmd(ctx, a.set...)})
+	for _, args := range a.expire {
+		cmds = append(cmds, onceStatus{goredis.NewStatusCmd(ctx, args...)})
 	}
-	cmds = append(cmds, onceSlice{exec}, onceStatus{watch}, onceInt{llen}, onceString{ver})
-	_ = h.pipe.BatchProcess(ctx, cmds...)
+	h.cmds = append(cmds, onceSlice{exec}, onceStatus{watch}, onceInt{llen}, onceString{ver})
+	_ = h.pipe.BatchProcess(ctx, h.cmds...)
 	_, _ = h.pipe.Exec(ctx)
+	h.empty()
 	length := h.length
 	switch merr, err := multi.Err(), exec.Err(); {
 	case merr != nil && answered(merr):
@@ -223,14 +255,32 @@ func (s *Session) heldError(name string, err error) error {
 	return fmt.Errorf("redis: save checkpoint %q of session %q: %w", name, s.id, err)
 }
 
+// fill sets h's arguments of a commit's RPUSH to items and of its HSET
+// to version and doc.
+func (h *held) fill(items []session.Item, doc []byte, version int64) {
+	a := &h.args
+	a.push = a.push[:2]
+	for _, it := range items {
+		a.push = append(a.push, itemArg{it})
+	}
+	a.set[3], a.set[5] = version, doc
+}
+
+// empty drops the caller's items and document and the commands of the
+// commit just sent, so that h keeps none of them until the next.
+func (h *held) empty() {
+	clear(h.args.push[2:])
+	h.args.set[5] = nil
+	clear(h.cmds)
+}
+
 // watchCmds returns the commands that start a watch: WATCH of the items
 // list and the checkpoint hash, then the list's length and the checkpoint's
-// version (its field vf), read under the WATCH.
-func (s *Session) watchCmds(ctx context.Context, vf string) (*goredis.StatusCmd, *goredis.IntCmd, *goredis.StringCmd) {
-	ck := s.all[len(s.all)-1]
-	return goredis.NewStatusCmd(ctx, "watch", s.keys[0], ck),
-		goredis.NewIntCmd(ctx, "llen", s.keys[0]),
-		goredis.NewStringCmd(ctx, "hget", ck, vf)
+// version, read under the WATCH.
+func (h *held) watchCmds(ctx context.Context) (*goredis.StatusCmd, *goredis.IntCmd, *goredis.StringCmd) {
+	return goredis.NewStatusCmd(ctx, h.args.watch...),
+		goredis.NewIntCmd(ctx, h.args.llen...),
+		goredis.NewStringCmd(ctx, h.args.check...)
 }
 
 // rearm keeps h watching at version when the WATCH began with the list
@@ -238,12 +288,18 @@ func (s *Session) watchCmds(ctx context.Context, vf string) (*goredis.StatusCmd,
 // them, and reports whether it did.
 func (s *Session) rearm(h *held, watch *goredis.StatusCmd, llen *goredis.IntCmd, ver *goredis.StringCmd, version int64) bool {
 	if watch.Err() != nil || llen.Err() != nil || llen.Val() == 0 || ver.Err() != nil ||
-		ver.Val() != strconv.FormatInt(version, 10) || version >= 1e14 {
+		!isDecimal(ver.Val(), version) || version >= 1e14 {
 		return false
 	}
 	h.version, h.length = version, llen.Val()
 	h.timer.Reset(heldIdle)
 	return true
+}
+
+// isDecimal reports whether s is n as strconv.FormatInt(n, 10) writes it.
+func isDecimal(s string, n int64) bool {
+	var buf [20]byte
+	return string(strconv.AppendInt(buf[:0], n, 10)) == s
 }
 
 // holdAfter starts holding a connection for s after a commit of name
@@ -265,9 +321,8 @@ func (s *Session) holdAfter(ctx context.Context, name string, version int64) {
 	if !s.st.held.reserve(s, s.st.heldCap) {
 		return
 	}
-	h := &held{conn: c.EphemeralConn(), name: name, vf: "v:" + name, df: "d:" + name}
-	h.pipe = h.conn.Pipeline()
-	watch, llen, ver := s.watchCmds(ctx, h.vf)
+	h := s.newHeld(c.EphemeralConn(), name)
+	watch, llen, ver := h.watchCmds(ctx)
 	_, _ = h.conn.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		_ = p.Process(ctx, watch)
 		_ = p.Process(ctx, llen)

@@ -21,7 +21,7 @@ import (
 // heldSession returns a handle on a new session of st whose next commit
 // runs on a held connection, and the checkpoint "run"'s version: an
 // append, then two commits in a row (the second starts the hold).
-func heldSession(t *testing.T, st *Store, id string) (*Session, int64) {
+func heldSession(t testing.TB, st *Store, id string) (*Session, int64) {
 	t.Helper()
 	ctx := context.Background()
 	s, err := st.Session(id)
@@ -45,7 +45,7 @@ func heldSession(t *testing.T, st *Store, id string) (*Session, int64) {
 }
 
 // requireHeld fails unless s holds a connection (want) or holds none.
-func requireHeld(t *testing.T, s *Session, want bool) {
+func requireHeld(t testing.TB, s *Session, want bool) {
 	t.Helper()
 	s.hold.mu.Lock()
 	got := s.hold.h != nil

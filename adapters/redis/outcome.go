@@ -78,6 +78,9 @@ func txSent(err error, cmds ...goredis.Cmder) error {
 
 // notSent reports whether err says that go-redis sent nothing.
 func notSent(err error) bool {
+	if err == nil {
+		return false
+	}
 	if errors.Is(err, goredis.ErrClosed) || errors.Is(err, goredis.ErrPoolTimeout) ||
 		errors.Is(err, goredis.ErrPoolExhausted) {
 		return true
@@ -88,6 +91,9 @@ func notSent(err error) bool {
 
 // answered reports whether err is the server's error reply.
 func answered(err error) bool {
+	if err == nil {
+		return false
+	}
 	var re goredis.Error
 	return errors.As(err, &re)
 }
