@@ -140,8 +140,11 @@ func checkTypeCallRole(t testing.TB, b []byte) {
 	}
 }
 
-func TestTypeCallRoleMatchesFields(t *testing.T) {
-	seeds := append(slices.Clone(fieldSeeds),
+// typeCallRoleSeeds are fieldSeeds and the items that tell the names
+// scanObject notes from the walk over the members: repeated, escaped and
+// near-miss names, and names past the inline index.
+func typeCallRoleSeeds() []string {
+	return append(slices.Clone(fieldSeeds),
 		`{"type":"t","call_id":"c","role":"r","type":7,"call_id":null}`,
 		`{"\u0072ole":1,"\u0063all_id":"esc","typ\u0065":"e","call_idx":"no","rolex":2,"t":3}`,
 		`{"call_id":"c1","m1":1,"m2":2,"m3":3,"m4":4,"m5":5,"m6":6,"m7":7,"type":"past the index","ca\u006cl_id":"c2","role":null}`,
@@ -154,7 +157,10 @@ func TestTypeCallRoleMatchesFields(t *testing.T) {
 		`{"call_id":"before","role":null,"type":"after"}`,
 		`{"typ":"x","types":"y","call_i":"z","call_idd":"w","rol":1,"roles":2,"\"type":3}`,
 		`{"m0":0,"m1":1,"m2":2,"m3":3,"m4":4,"m5":5,"m6":6,"type":"eighth","role":"ninth"}`)
-	for _, s := range seeds {
+}
+
+func TestTypeCallRoleMatchesFields(t *testing.T) {
+	for _, s := range typeCallRoleSeeds() {
 		checkTypeCallRole(t, []byte(s))
 	}
 	var zero Item
@@ -164,7 +170,7 @@ func TestTypeCallRoleMatchesFields(t *testing.T) {
 }
 
 func FuzzTypeCallRole(f *testing.F) {
-	for _, s := range fieldSeeds {
+	for _, s := range typeCallRoleSeeds() {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
