@@ -212,20 +212,17 @@ func (s *Session) AppendWithCheckpoint(ctx context.Context, items []session.Item
 	if err := s.st.check(ctx); err != nil {
 		return 0, err
 	}
-	op := s.ckOp("save", name)
-	if len(items) > 0 {
-		op = fmt.Sprintf("append %d items with checkpoint %s of session %s", len(items), quoteShort(name), quoteShort(s.id))
-	}
+	fail := func(err error) (int64, error) { return 0, s.st.wrap(ctx, s.saveOp(name, len(items)), err) }
 	if _, err := s.st.checkpointsReady(ctx, true); err != nil {
-		return 0, s.st.wrap(ctx, op, err)
+		return fail(err)
 	}
 	sql, args := s.saveStatement(name, doc, version, len(items) > 0)
 	if sql == "" {
-		return 0, s.st.wrap(ctx, op, s.conflict(ctx, s.st.pool, name, version))
+		return fail(s.conflict(ctx, s.st.pool, name, version))
 	}
 	c, err := s.st.pool.Acquire(ctx)
 	if err != nil {
-		return 0, s.st.wrap(ctx, op, err)
+		return fail(err)
 	}
 	defer c.Release()
 	var next int64
@@ -240,9 +237,18 @@ func (s *Session) AppendWithCheckpoint(ctx context.Context, items []session.Item
 		next, err = s.appendWithCheckpoint(ctx, c, items, name, version, sql, args)
 	}
 	if err != nil {
-		return 0, s.st.wrap(ctx, op, err)
+		return fail(err)
 	}
 	return next, nil
+}
+
+// saveOp names AppendWithCheckpoint of n items in errors; made only when
+// one is returned.
+func (s *Session) saveOp(name string, n int) string {
+	if n == 0 {
+		return s.ckOp("save", name)
+	}
+	return fmt.Sprintf("append %d items with checkpoint %s of session %s", n, quoteShort(name), quoteShort(s.id))
 }
 
 // appendWithCheckpoint sends AppendWithCheckpoint's batch on c: the strict

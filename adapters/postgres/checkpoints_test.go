@@ -462,3 +462,20 @@ func TestCheckpointsPythonTables(t *testing.T) {
 	doc, _ := loadCk(t, ckSession(t, skip, "py"), "n")
 	require.Equal(t, "d", doc)
 }
+
+// TestCheckpointErrorsNameTheOperation: a refused commit's error says what
+// was refused (the batch's size, the checkpoint and the session), though
+// the name is only made when there is an error to return.
+func TestCheckpointErrorsNameTheOperation(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, Options{})
+	s := ckSession(t, st, "s1")
+	_, err := s.AppendWithCheckpoint(ctx, nil, "state", []byte(`{"v":1}`), 0)
+	require.NoError(t, err)
+	_, err = s.AppendWithCheckpoint(ctx, numbered("turn", 0, 2), "state", []byte(`{"v":2}`), 7)
+	require.ErrorIs(t, err, session.ErrCheckpointConflict)
+	require.Contains(t, err.Error(), `postgres: append 2 items with checkpoint "state" of session "s1"`)
+	_, err = s.AppendWithCheckpoint(ctx, nil, "state", []byte(`{"v":2}`), 7)
+	require.ErrorIs(t, err, session.ErrCheckpointConflict)
+	require.Contains(t, err.Error(), `postgres: save checkpoint "state" of session "s1"`)
+}
