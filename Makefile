@@ -20,7 +20,15 @@ LAUNCHER    := internal/testkit/testservers/launcher
 DAPRD_MOD   := internal/testkit/testservers/daprd
 NESTED      := otelsession integrations/eino integrations/eino/events integrations/genkit integrations/openaigo adapters/dapr internal/testkit/linearize internal/testkit/crossmodule $(LAUNCHER) $(DAPRD_MOD)
 UNRACED     := $(LAUNCHER) $(DAPRD_MOD)
-RACED       := $(filter-out $(UNRACED),$(NESTED))
+# The nested modules' tests run two at a time (scripts/nested-tests.sh),
+# the slowest first so that the two lanes end together: SLOWEST is that
+# order, and the others follow in NESTED's.
+SLOWEST     := integrations/openaigo otelsession adapters/dapr internal/testkit/linearize
+RACED       := $(foreach m,$(SLOWEST),$(filter $(m),$(NESTED))) $(filter-out $(SLOWEST) $(UNRACED),$(NESTED))
+NESTED_JOBS ?= 2
+# The library's packages tested at a time: one more than the two cores,
+# since most of them spend their time waiting on a server or a subprocess.
+TEST_PKGS_JOBS ?= 3
 PKGS        := ./...
 # Where the tests note each skip for a server that could not be started.
 SKIPLOG     := $(or $(TMPDIR),/tmp)/agentsessions-skipped-backends
@@ -33,15 +41,15 @@ SAY          = printf '== [%dm%02ds] %s\n' $$(( ($$(date +%s) - $(T0)) / 60 )) $
 
 ## test: vet, the launcher's build, the outside build (README.md's go.mod),
 ## then every test with -race against every backend the suite can start, in
-## the library and in each nested module, each step announced with the time
-## since the start. The reliability campaign runs at its short setting as
+## the library and in each nested module (two at a time: NESTED_JOBS), each
+## step announced with the time since the start. The reliability campaign runs at its short setting as
 ## part of it (internal/testkit/crashtest, internal/testkit/reliability).
 test: vet launcher daprd outside
 	@rm -f $(SKIPLOG)
 	@$(SAY) "test ./... (the library, -race)"
-	SESSIONS_SKIP_LOG=$(SKIPLOG) $(GO) test -race -count=1 -timeout 25m $(PKGS)
-	@for m in $(RACED); do $(SAY) "test $$m (-race)"; (cd $$m && SESSIONS_SKIP_LOG=$(SKIPLOG) SESSIONS_DAPRD_BIN=$(DAPRD_BIN) $(GO) test -race -count=1 -timeout 10m ./...) || exit 1; done
-	@for m in $(UNRACED); do $(SAY) "test $$m"; (cd $$m && SESSIONS_SKIP_LOG=$(SKIPLOG) $(GO) test -count=1 -timeout 10m ./...) || exit 1; done
+	SESSIONS_SKIP_LOG=$(SKIPLOG) $(GO) test -race -count=1 -p $(TEST_PKGS_JOBS) -timeout 25m $(PKGS)
+	@SESSIONS_SKIP_LOG=$(SKIPLOG) SESSIONS_DAPRD_BIN=$(DAPRD_BIN) GO=$(GO) T0=$(T0) JOBS=$(NESTED_JOBS) \
+	  RACED="$(RACED)" UNRACED="$(UNRACED)" scripts/nested-tests.sh
 	@$(SAY) "tests done"
 	@if [ -s $(SKIPLOG) ]; then \
 	  echo; echo "!!! SKIPPED: $$(wc -l < $(SKIPLOG)) tests did not run because a server could not be started:"; \
