@@ -41,9 +41,10 @@ SAY          = printf '== [%dm%02ds] %s\n' $$(( ($$(date +%s) - $(T0)) / 60 )) $
 
 ## test: vet, the launcher's build, the outside build (README.md's go.mod),
 ## then every test with -race against every backend the suite can start, in
-## the library and in each nested module (two at a time: NESTED_JOBS), each
-## step announced with the time since the start. The reliability campaign runs at its short setting as
-## part of it (internal/testkit/crashtest, internal/testkit/reliability).
+## the library (TEST_PKGS_JOBS packages at a time) and in each nested module
+## (NESTED_JOBS modules at a time), each step announced with the time since
+## the start. The reliability campaign runs at its short setting as part of
+## it (internal/testkit/crashtest, internal/testkit/reliability).
 test: vet launcher daprd outside
 	@rm -f $(SKIPLOG)
 	@$(SAY) "test ./... (the library, -race)"
